@@ -1,0 +1,58 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { crc32 } from 'node:zlib'
+
+const PREFIX = 'ps_'
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+const RANDOM_CHARS = 32 // 32 base62 characters: about 190 bits
+const CHECKSUM_CHARS = 6 // CRC32 in base62, so that scanners can tell a real key offline
+const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}$`)
+
+/** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */
+export interface GeneratedApiKey {
+  key: string
+  hash: string
+  hint: string
+}
+
+/** Makes a new key: `ps_` + 32 random base62 characters + a 6-character CRC32 checksum. */
+export function generateApiKey (): GeneratedApiKey {
+  const body = PREFIX + randomBase62(RANDOM_CHARS)
+  const key = body + checksum(body)
+  return { key, hash: hashApiKey(key), hint: `${PREFIX}…${key.slice(-4)}` }
+}
+
+/**
+ * SHA-256 of the whole key, in hex. A fast hash is right here: keys carry 190 random bits, so there is
+ * nothing to brute-force, and a slow hash would cost every request.
+ */
+export function hashApiKey (key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+/** True when the text has a key's shape and checksum: anything else is refused without a store lookup. */
+export function isWellFormedApiKey (text: string): boolean {
+  if (!KEY_PATTERN.test(text)) return false
+  const body = text.slice(0, -CHECKSUM_CHARS)
+  return checksum(body) === text.slice(-CHECKSUM_CHARS)
+}
+
+function checksum (body: string): string {
+  let value = crc32(body)
+  let text = ''
+  for (let i = 0; i < CHECKSUM_CHARS; i++) {
+    text = BASE62[value % 62] + text
+    value = Math.floor(value / 62)
+  }
+  return text
+}
+
+function randomBase62 (length: number): string {
+  let text = ''
+  while (text.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // Rejection sampling: 248 = 4 * 62, so every character is equally likely.
+      if (byte < 248 && text.length < length) text += BASE62[byte % 62]
+    }
+  }
+  return text
+}

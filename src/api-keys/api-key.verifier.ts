@@ -1,0 +1,67 @@
+import { timingSafeEqual } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import type { Db } from '../db/database.js'
+import { findApiKeyByHash, updateApiKeyLastUsed } from './api-key.repository.js'
+import { hashApiKey, isWellFormedApiKey } from './api-key.service.js'
+
+export interface ApiKeyVerifierOptions {
+  /** How long a looked-up key is trusted before the store is asked again; revocation takes at most this long. */
+  cacheTtlMs: number
+  cacheMax: number
+  /** How often last-used times are written back, one UPDATE per key used since. */
+  usageFlushMs: number
+}
+
+export const DEFAULT_VERIFIER_OPTIONS: ApiKeyVerifierOptions = { cacheTtlMs: 2000, cacheMax: 10_000, usageFlushMs: 10_000 }
+
+interface CachedKey {
+  id: bigint
+  hash: Buffer
+  revoked: boolean
+}
+
+/**
+ * Checks presented keys against the store. Known keys are cached for a short time so that a request
+ * costs no store round trip; unknown keys are not cached, so a key made a moment ago works at once.
+ */
+export class ApiKeyVerifier {
+  readonly #db: Db
+  readonly #cache: LRUCache<string, CachedKey>
+  readonly #lastUsed = new Map<bigint, number>()
+  readonly #flushTimer: NodeJS.Timeout
+
+  constructor (db: Db, options: ApiKeyVerifierOptions = DEFAULT_VERIFIER_OPTIONS) {
+    this.#db = db
+    this.#cache = new LRUCache({ max: options.cacheMax, ttl: options.cacheTtlMs })
+    this.#flushTimer = setInterval(() => { this.flushUsage().catch(() => {}) }, options.usageFlushMs).unref()
+  }
+
+  /** The id of the key when it is valid and not revoked; otherwise undefined. */
+  async verify (presented: string): Promise<bigint | undefined> {
+    if (!isWellFormedApiKey(presented)) return undefined
+    const hash = hashApiKey(presented)
+    let key = this.#cache.get(hash)
+    if (key === undefined) {
+      const row = await findApiKeyByHash(this.#db, hash)
+      if (row === undefined) return undefined
+      key = { id: row.id, hash: Buffer.from(row.key_hash, 'hex'), revoked: row.revoked_at !== null }
+      this.#cache.set(hash, key)
+    }
+    // The lookup matched on the hash already; this constant-time check is defence in depth.
+    if (key.revoked || !timingSafeEqual(key.hash, Buffer.from(hash, 'hex'))) return undefined
+    this.#lastUsed.set(key.id, Date.now())
+    return key.id
+  }
+
+  /** Writes the last-used times gathered since the previous flush. */
+  async flushUsage (): Promise<void> {
+    const entries = [...this.#lastUsed]
+    this.#lastUsed.clear()
+    for (const [id, at] of entries) await updateApiKeyLastUsed(this.#db, id, new Date(at).toISOString())
+  }
+
+  async close (): Promise<void> {
+    clearInterval(this.#flushTimer)
+    await this.flushUsage()
+  }
+}

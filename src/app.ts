@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
+import type { Config } from './config.js'
+import type { Db } from './db/database.js'
+import { findSetting } from './db/settings.repository.js'
+import { healthRoutes } from './health/health.routes.js'
+import { createPetCursorCodec } from './pets/pet-cursor.js'
+import { isValidPetName } from './pets/pet-name.js'
+import { petRoutes } from './pets/pet.routes.js'
+import auth from './plugins/auth.js'
+import deprecation from './plugins/deprecation.js'
+import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
+import jsonBody from './plugins/json-body.js'
+import openapi from './plugins/openapi.js'
+import { formatValidationErrors } from './validation/validation-error-message.js'
+import { createValidatorCompiler } from './validation/validator-compiler.js'
+
+/** Limits that are always on; the README's "Limits" table lists them. */
+export const LIMITS = {
+  bodyBytes: 16 * 1024,
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000
+}
+
+export interface AppOptions {
+  config: Config
+  db: Db
+  logger?: FastifyServerOptions['logger']
+  verifierOptions?: ApiKeyVerifierOptions
+}
+
+/** Builds the whole HTTP application on an open, migrated store; it does not listen. */
+export async function buildApp ({ config, db, logger = false, verifierOptions }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger,
+    genReqId: () => randomUUID(),
+    bodyLimit: LIMITS.bodyBytes,
+    requestTimeout: LIMITS.requestTimeoutMs,
+    connectionTimeout: LIMITS.idleTimeoutMs,
+    keepAliveTimeout: LIMITS.keepAliveTimeoutMs,
+    http: { headersTimeout: LIMITS.headersTimeoutMs },
+    schemaErrorFormatter: formatValidationErrors,
+    frameworkErrors: sendError,
+    clientErrorHandler: answerClientError
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.setValidatorCompiler(createValidatorCompiler({ 'pet-name': isValidPetName }))
+  await app.register(errorHandler)
+  await app.register(jsonBody)
+  await app.register(openapi, { config })
+  await app.register(deprecation)
+  await app.register(healthRoutes, { db })
+
+  const verifier = new ApiKeyVerifier(db, verifierOptions)
+  app.addHook('onClose', async () => { await verifier.close() })
+  const cursorCodec = createPetCursorCodec(await findSetting(db, 'cursor_secret'))
+  const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
+
+  await app.register(async (v1) => {
+    await v1.register(auth, { verifier })
+    // Unknown paths under /v1 answer only after authentication.
+    v1.setNotFoundHandler(answerNotFound)
+    await v1.register(petRoutes, { db, cursorCodec, apiUrl })
+  }, { prefix: '/v1' })
+
+  return app
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from 'commander'
+import { insertApiKey, findApiKeys, revokeApiKey } from '../api-keys/api-key.repository.js'
+import { generateApiKey } from '../api-keys/api-key.service.js'
+import { ConfigError, loadConfig } from '../config.js'
+import type { Db } from '../db/database.js'
+import { createDb } from '../db/create-db.js'
+import { migrateToLatest } from '../db/migrate.js'
+import { serve } from '../server.js'
+
+/** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
+const EXIT_FAILURE = 1
+const EXIT_USAGE = 2
+
+/** Opens the configured store, brings its schema up to date (unless told not to), runs `work` and closes the store. */
+async function withDb<T> (work: (db: Db) => Promise<T>, { migrate = true } = {}): Promise<T> {
+  const db = createDb(loadConfig().DATABASE_URL)
+  try {
+    if (migrate) await migrateToLatest(db)
+    return await work(db)
+  } finally {
+    await db.destroy()
+  }
+}
+
+function parseKeyId (text: string): bigint {
+  if (!/^\d{1,19}$/.test(text)) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
+  return BigInt(text)
+}
+
+function buildProgram (): Command {
+  const program = new Command('petstore')
+    .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
+    .showHelpAfterError()
+    .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
+
+  program.command('serve')
+    .description('run the HTTP service (migrates the store first)')
+    .action(async () => { await serve(loadConfig()) })
+
+  program.command('migrate')
+    .description('bring the store schema to the latest version')
+    .action(async () => {
+      const applied = await withDb(migrateToLatest, { migrate: false })
+      console.log(applied.length === 0 ? 'The store is up to date.' : `Applied: ${applied.join(', ')}`)
+    })
+
+  const keys = program.command('keys').description('manage API keys')
+
+  keys.command('create')
+    .description('create an API key and print it once, alone on the last line')
+    .requiredOption('--name <name>', 'what the key is for, e.g. "billing service"')
+    .action(async ({ name }: { name: string }) => {
+      const { key, hash, hint } = generateApiKey()
+      const id = await withDb((db) => insertApiKey(db, { name, hash, hint }))
+      console.log(`Created API key ${id} (${name}). It is shown only now; store it safely:`)
+      console.log(key)
+    })
+
+  keys.command('list')
+    .description('list API keys (never the keys themselves)')
+    .option('--json', 'print a JSON array')
+    .action(async ({ json }: { json?: boolean }) => {
+      const rows = await withDb(findApiKeys)
+      const listed = rows.map((row) => ({
+        id: Number(row.id),
+        name: row.name,
+        hint: row.key_hint,
+        createdAt: row.created_at,
+        lastUsedAt: row.last_used_at,
+        revoked: row.revoked_at !== null,
+        revokedAt: row.revoked_at
+      }))
+      if (json === true) console.log(JSON.stringify(listed, null, 2))
+      else if (listed.length === 0) console.log('No API keys.')
+      else console.table(listed.map(({ revokedAt, ...shown }) => shown))
+    })
+
+  keys.command('revoke')
+    .description('revoke an API key: running servers refuse it within 5 seconds')
+    .argument('<id>', 'the key id, from `keys list`', parseKeyId)
+    .action(async (id: bigint) => {
+      if (!await withDb((db) => revokeApiKey(db, id))) {
+        console.error(`petstore: no API key with id ${id}`)
+        process.exitCode = EXIT_FAILURE
+        return
+      }
+      console.log(`Revoked API key ${id}.`)
+    })
+
+  return program
+}
+
+try {
+  await buildProgram().parseAsync(process.argv)
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`petstore: ${error.message}`)
+    process.exit(EXIT_USAGE)
+  }
+  console.error(`petstore: ${error instanceof Error ? error.message : String(error)}`)
+  process.exit(EXIT_FAILURE)
+}

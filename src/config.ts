@@ -1,0 +1,52 @@
+import { Ajv } from 'ajv'
+import { Type, type Static } from 'typebox'
+
+const ConfigSchema = Type.Object({
+  DATABASE_URL: Type.String({
+    default: 'sqlite:./data/petstore.db',
+    pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+    description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...'
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({
+    // The service root (scheme, host, optional path prefix) without /v1, query or fragment.
+    pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$',
+    description: 'the public root URL of the service, without /v1'
+  }))
+})
+
+/** The service's settings, read once from the environment and never changed after. */
+export type Config = Readonly<Static<typeof ConfigSchema>>
+
+/** Thrown for a setting that cannot be used; its message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false })
+  .compile<Static<typeof ConfigSchema>>(ConfigSchema)
+
+/** Reads the configuration from an environment, applying defaults; the only reader of process.env. */
+export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, string> = {}
+  for (const name of Object.keys(ConfigSchema.properties)) {
+    const value = env[name]
+    // An empty variable means "not set", as in most shells' `VAR= command`.
+    if (value !== undefined && value !== '') raw[name] = value
+  }
+  if (!validateConfig(raw)) {
+    const error = validateConfig.errors?.[0]
+    const name = error?.instancePath.slice(1) ?? ''
+    throw new ConfigError(`Invalid configuration: ${name} ${error?.message ?? 'is invalid'} (got ${JSON.stringify(raw[name])})`)
+  }
+  const config = raw as unknown as Static<typeof ConfigSchema>
+  if (config.PUBLIC_BASE_URL !== undefined) {
+    config.PUBLIC_BASE_URL = config.PUBLIC_BASE_URL.replace(/\/+$/, '')
+    if (config.PUBLIC_BASE_URL.endsWith('/v1')) {
+      throw new ConfigError('Invalid configuration: PUBLIC_BASE_URL must be the service root, without /v1')
+    }
+  }
+  return Object.freeze(config)
+}

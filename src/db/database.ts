@@ -1,0 +1,13 @@
+import type { Kysely } from 'kysely'
+import type { ApiKeyTable } from '../api-keys/api-key.table.js'
+import type { PetTable } from '../pets/pet.table.js'
+import type { SettingTable } from './settings.table.js'
+
+/** The store's schema, as Kysely sees it. */
+export interface Database {
+  pets: PetTable
+  api_keys: ApiKeyTable
+  settings: SettingTable
+}
+
+export type Db = Kysely<Database>

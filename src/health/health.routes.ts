@@ -1,0 +1,25 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { sql } from 'kysely'
+import { Type } from 'typebox'
+import type { Db } from '../db/database.js'
+import { ApiError, errorResponses } from '../errors.js'
+
+/** GET /healthz, open to all: 200 while the store answers a query, 503 while it does not. */
+export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
+  app.get('/healthz', {
+    schema: {
+      operationId: 'health',
+      summary: 'Whether the service and its store answer',
+      tags: ['operations'],
+      security: [],
+      response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses(503) }
+    }
+  }, async () => {
+    try {
+      await sql`select 1`.execute(db)
+    } catch (error) {
+      throw new ApiError(503, 'service_unavailable', 'The store is not answering', { cause: error, headers: { 'retry-after': '1' } })
+    }
+    return { status: 'ok' as const }
+  })
+}

@@ -1,0 +1,14 @@
+const MAX_NAME_LENGTH = 100
+
+/**
+ * A pet's name: 1 to 100 characters (code points) once whitespace is trimmed from both ends; any
+ * well-formed Unicode except U+0000, which PostgreSQL cannot store. The name is stored as sent.
+ */
+export function isValidPetName (name: string): boolean {
+  if (!name.isWellFormed() || name.includes('\0')) return false
+  const trimmed = name.trim()
+  if (trimmed.length === 0) return false
+  // Characters are code points, not UTF-16 units, so an emoji counts once; a code point takes one or two units.
+  if (trimmed.length <= MAX_NAME_LENGTH) return true
+  return trimmed.length <= 2 * MAX_NAME_LENGTH && [...trimmed].length <= MAX_NAME_LENGTH
+}

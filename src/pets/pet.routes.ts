@@ -1,0 +1,85 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Db } from '../db/database.js'
+import { ApiError, errorResponses } from '../errors.js'
+import { deprecationHeaders } from '../plugins/deprecation.js'
+import type { PetCursorCodec } from './pet-cursor.js'
+import { findPetById, findPets, insertPet } from './pet.repository.js'
+import { DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
+
+export interface PetRoutesOptions {
+  db: Db
+  cursorCodec: PetCursorCodec
+  /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
+  apiUrl: (path: string) => string
+}
+
+const GET_PET_DEPRECATED_SINCE = new Date('2026-11-22T00:00:00Z')
+const GET_PET_SUNSET = new Date('2030-12-05T00:00:00Z')
+
+/** listPets, createPet and getPet: thin handlers over the pet repository. */
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, apiUrl }) => {
+  app.get('/pets', {
+    schema: {
+      operationId: 'listPets',
+      summary: 'List animals',
+      description: 'Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
+      tags: ['pets'],
+      querystring: ListPetsQuery,
+      response: { 200: PetList, ...errorResponses(400, 401, 503) }
+    }
+  }, async (request, reply) => {
+    const { limit, status, cursor } = request.query
+    const afterId = cursor === undefined ? undefined : cursorCodec.decode(cursor, status)
+    if (cursor !== undefined && afterId === undefined) {
+      throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
+    }
+    // One extra row tells whether a next page exists without a second query.
+    const pets = await findPets(db, { status, afterId, limit: limit + 1 })
+    if (pets.length > limit) {
+      pets.length = limit
+      const next = new URLSearchParams({ limit: String(limit) })
+      if (status !== undefined) next.set('status', status)
+      next.set('cursor', cursorCodec.encode(pets[limit - 1]!.id, status))
+      reply.header('link', `<${apiUrl(`/pets?${next}`)}>; rel="next"`)
+    }
+    return pets
+  })
+
+  app.post('/pets', {
+    schema: {
+      operationId: 'createPet',
+      summary: 'Add an animal',
+      tags: ['pets'],
+      body: NewPet,
+      response: { 201: Pet, ...errorResponses(400, 401, 413, 415, 503) }
+    }
+  }, async (request, reply) => {
+    const { name, categoryId, status = DEFAULT_PET_STATUS } = request.body
+    const pet = await insertPet(db, { name, categoryId, status })
+    reply.code(201).header('location', apiUrl(`/pets/${pet.id}`))
+    return pet
+  })
+
+  app.get('/pets/:petId', {
+    config: {
+      deprecation: deprecationHeaders({
+        since: GET_PET_DEPRECATED_SINCE,
+        sunset: GET_PET_SUNSET,
+        successor: apiUrl('/pets?status=available')
+      })
+    },
+    schema: {
+      operationId: 'getPet',
+      summary: 'Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets)',
+      tags: ['pets'],
+      deprecated: true,
+      params: PetIdParams,
+      response: { 200: Pet, ...errorResponses(400, 401, 404, 503) }
+    }
+  }, async (request) => {
+    const { petId } = request.params
+    const pet = await findPetById(db, petId)
+    if (pet === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
+    return pet
+  })
+}

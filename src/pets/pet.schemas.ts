@@ -1,0 +1,53 @@
+import { Type, type Static } from 'typebox'
+import { Int64 } from '../validation/int64.js'
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const
+export const DEFAULT_PET_STATUS = 'available'
+
+export const PetStatus = Type.Enum(PET_STATUSES, { description: 'Availability of the animal' })
+export type PetStatus = Static<typeof PetStatus>
+
+const PetId = Int64({ minimum: 1, description: 'Unique identifier assigned by the service on creation', examples: [42] })
+const CategoryId = Int64({
+  minimum: 1,
+  description: 'Id of the category the animal belongs to: 1 to 9223372036854775807, exact',
+  examples: [3]
+})
+
+export const NewPet = Type.Object({
+  name: Type.String({
+    format: 'pet-name',
+    description: "The animal's name: 1 to 100 characters once whitespace at both ends is trimmed; stored as sent",
+    examples: ['Rex']
+  }),
+  categoryId: CategoryId,
+  status: Type.Optional(Type.Enum(PET_STATUSES, {
+    description: 'Availability of the animal; `available` when omitted',
+    default: DEFAULT_PET_STATUS
+  }))
+}, { additionalProperties: false, description: 'Request body for creating an animal' })
+export type NewPet = Static<typeof NewPet>
+
+export const Pet = Type.Object({
+  id: PetId,
+  name: Type.String({ description: "The animal's name", examples: ['Rex'] }),
+  categoryId: CategoryId,
+  status: PetStatus
+}, { additionalProperties: false })
+export type Pet = Static<typeof Pet>
+
+export const PetList = Type.Array(Pet)
+
+export const ListPetsQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals to return' }),
+  status: Type.Optional(Type.Enum(PET_STATUSES, { description: 'Returns only animals with this status' })),
+  cursor: Type.Optional(Type.String({
+    maxLength: 200,
+    description: 'Opaque position from the `Link: rel="next"` header of the previous page'
+  }))
+}, { additionalProperties: false })
+export type ListPetsQuery = Static<typeof ListPetsQuery>
+
+export const PetIdParams = Type.Object({
+  petId: Int64({ minimum: 1, description: 'Id of the animal to retrieve' })
+})

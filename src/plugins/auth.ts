@@ -1,0 +1,37 @@
+import fp from 'fastify-plugin'
+import type { ApiKeyVerifier } from '../api-keys/api-key.verifier.js'
+import { ApiError } from '../errors.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The id of the API key the request was made with. */
+    apiKeyId: bigint
+  }
+}
+
+// RFC 7235: the scheme name is case-insensitive, and one or more spaces precede the credentials.
+const BEARER = /^Bearer +(.*)$/i
+
+const NO_CREDENTIALS = new ApiError(401, 'unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>', {
+  headers: { 'www-authenticate': 'Bearer realm="petstore"' }
+})
+const INVALID_CREDENTIALS = new ApiError(401, 'unauthorized', 'The API key is invalid or revoked', {
+  headers: { 'www-authenticate': 'Bearer realm="petstore", error="invalid_token"' }
+})
+
+/**
+ * Requires a valid API key on every route of the scope it is registered in, before anything else is
+ * looked at: an unauthenticated request learns nothing, not even whether a path exists.
+ */
+export default fp<{ verifier: ApiKeyVerifier }>(async (app, { verifier }) => {
+  app.decorateRequest('apiKeyId', 0n)
+  app.addHook('onRequest', async (request, reply) => {
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
+    if (token === undefined) throw NO_CREDENTIALS
+    const keyId = await verifier.verify(token.trimEnd())
+    if (keyId === undefined) throw INVALID_CREDENTIALS
+    request.apiKeyId = keyId
+    // Authenticated answers are for one client only: no shared cache may keep them.
+    reply.header('cache-control', 'no-store')
+  })
+}, { name: 'auth' })

@@ -1,0 +1,85 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { isStoreUnavailable } from '../db/store-errors.js'
+import { ApiError, type ErrorCode } from '../errors.js'
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  431: 'header_too_large',
+  503: 'service_unavailable'
+}
+
+const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+
+/** Maps any error (ours, Fastify's, the store's or an unexpected one) to the one the client sees. */
+export function toApiError (error: FastifyError | Error): ApiError {
+  if (error instanceof ApiError) return error
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation !== undefined) {
+    return new ApiError(400, 'validation_failed', error.message, { cause: error })
+  }
+  if (isStoreUnavailable(error)) {
+    return new ApiError(503, 'service_unavailable', 'The store is unavailable; retry later', {
+      cause: error,
+      headers: { 'retry-after': '1' }
+    })
+  }
+  const status = fastifyError.statusCode
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new ApiError(status, CODE_BY_STATUS[status] ?? 'bad_request', error.message, { cause: error })
+  }
+  // Anything else is our fault: say so without any detail that could leak internals.
+  return new ApiError(500, 'internal_error', 'Internal error', { cause: error })
+}
+
+/** Sends an error as the Error body; 5xx are logged with the request id, which the message names. */
+export function sendError (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError = toApiError(error)
+  if (apiError.status >= 500) {
+    request.log.error({ err: error }, 'request failed')
+    if (apiError.status === 500) apiError.message = `Internal error (request id ${request.id})`
+  }
+  reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
+}
+
+/** 405 with `Allow` when the path exists for other methods, else 404. */
+export async function answerNotFound (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const path = request.url.split('?', 1)[0] ?? '/'
+  const allowed = ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
+  if (allowed.length > 0) {
+    throw new ApiError(405, 'method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`, {
+      headers: { allow: allowed.join(', ') }
+    })
+  }
+  throw new ApiError(404, 'not_found', 'No resource at this path')
+}
+
+/**
+ * Answers a malformed HTTP request (bad header, header too large, timeout) with the Error body;
+ * Fastify calls this from the socket, before any request object exists.
+ */
+export function answerClientError (error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+  const body = JSON.stringify({ code: CODE_BY_STATUS[status], message: STATUS_CODES[status], status })
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+}
+
+/** One error handler and one not-found handler for the whole app, so every error has the Error body. */
+export default fp(async (app) => {
+  app.setErrorHandler(sendError)
+  app.setNotFoundHandler(answerNotFound)
+}, { name: 'error-handler' })

@@ -1,0 +1,43 @@
+import fp from 'fastify-plugin'
+import { parse as parseLossless, parseNumberAndBigInt } from 'lossless-json'
+import secureJson from 'secure-json-parse'
+import { ApiError } from '../errors.js'
+
+const POISONING = { protoAction: 'error', constructorAction: 'error' } as const
+// A run of 16 or more digits may be an integer past 2^53, which JSON.parse would round.
+const MAYBE_UNSAFE_INTEGER = /\d{16}/
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i
+
+/** Parses a JSON body exactly: integers past 2^53 become BigInt; prototype poisoning is refused. */
+export function parseJsonBody (text: string): unknown {
+  if (text.length === 0) throw new ApiError(400, 'invalid_json', 'Request body is empty; a JSON object is expected')
+  let value: unknown
+  try {
+    value = secureJson.parse(text, undefined, POISONING)
+    // The common case costs one native parse; only bodies that may hold big integers are parsed again.
+    if (MAYBE_UNSAFE_INTEGER.test(text)) value = parseLossless(text, null, parseNumberAndBigInt)
+  } catch (error) {
+    throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON', { cause: error })
+  }
+  return value
+}
+
+/**
+ * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
+ * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
+ */
+export default fp(async (app) => {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      done(new ApiError(415, 'unsupported_media_type', 'Request body must be application/json in UTF-8'), undefined)
+      return
+    }
+    try {
+      done(null, parseJsonBody(body as string))
+    } catch (error) {
+      done(error as Error, undefined)
+    }
+  })
+}, { name: 'json-body' })

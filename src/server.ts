@@ -1,0 +1,50 @@
+import closeWithGrace from 'close-with-grace'
+import { createFirstApiKey } from './api-keys/first-api-key.js'
+import { buildApp } from './app.js'
+import type { Config } from './config.js'
+import { createDb } from './db/create-db.js'
+import { migrateToLatest } from './db/migrate.js'
+
+const SHUTDOWN_GRACE_MS = 10_000
+
+/** Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and exits 0. */
+export async function serve (config: Config): Promise<void> {
+  const db = createDb(config.DATABASE_URL)
+  await migrateToLatest(db)
+  const firstKey = await createFirstApiKey(db)
+
+  const app = await buildApp({
+    config,
+    db,
+    logger: {
+      level: config.LOG_LEVEL,
+      // Fastify logs no headers by default; this keeps it so if a serializer ever adds them.
+      redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
+    }
+  })
+
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+    if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
+    else app.log.info({ signal }, 'shutting down')
+    await app.close()
+    await db.destroy()
+  })
+
+  if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
+  await app.listen({ port: config.PORT, host: config.HOST })
+}
+
+// Shown once, on the first start of an empty store, as Elasticsearch shows its first password.
+function printFirstKey (key: string, baseUrl: string): void {
+  process.stdout.write([
+    '',
+    '━━ First start: an API key was created. It is shown only this once; keep it safe. ━━',
+    '',
+    key,
+    '',
+    `Call the API with:  curl -H "Authorization: Bearer <key>" ${baseUrl}/v1/pets`,
+    'Make more keys with:  npx petstore keys create --name NAME   (list: keys list, revoke: keys revoke ID)',
+    '',
+    ''
+  ].join('\n'))
+}

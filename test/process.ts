@@ -1,0 +1,69 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import type { TestContext } from 'node:test'
+
+// The CLI from source, as `npx petstore` runs it from the build.
+const CLI = ['--import', 'tsx', 'src/cli/main.ts']
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs `petstore ARGS` to completion. */
+export async function runCli (args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const child = spawn(process.execPath, [...CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk) => { stdout += chunk })
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const [code] = await once(child, 'exit')
+  return { code, stdout, stderr }
+}
+
+export interface ServerProcess {
+  url: string
+  child: ChildProcess
+  /** Everything written to stdout so far. */
+  output: () => string
+  /** Sends the signal and resolves with the exit code. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>
+}
+
+/** Starts `petstore serve` (or another command line) on a free port and waits until it listens. */
+export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command: string[] = [process.execPath, ...CLI, 'serve']): Promise<ServerProcess> {
+  const [file, ...args] = command as [string, ...string[]]
+  const child = spawn(file, args, {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const exited = once(child, 'exit').then(([code]) => code as number | null)
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${stdout}\n${stderr}`)), 15_000)
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1]!)
+      }
+    })
+    exited.then((code) => reject(new Error(`server exited with ${code}:\n${stdout}\n${stderr}`)), () => {})
+  })
+
+  return {
+    url,
+    child,
+    output: () => stdout,
+    stop: async (signal = 'SIGTERM') => {
+      child.kill(signal)
+      return await exited
+    }
+  }
+}
