@@ -52,7 +52,7 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
 }
 
 /** 405 with `Allow` when the path exists for other methods, else 404. */
-export async function answerNotFound (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function answerNotFound (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const path = request.url.split('?', 1)[0] ?? '/'
   const allowed = ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
   if (allowed.length > 0) {
