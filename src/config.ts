@@ -7,6 +7,7 @@ const ConfigSchema = Type.Object({
     pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
     description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...'
   }),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { TestContext } from 'node:test'
+import { describe, type TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
 import { insertApiKey } from '../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../src/api-keys/api-key.service.js'
 import type { ApiKeyVerifierOptions } from '../src/api-keys/api-key.verifier.js'
@@ -12,20 +14,69 @@ import type { Db } from '../src/db/database.js'
 import { createDb } from '../src/db/create-db.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 
+const cleanups = new WeakMap<TestContext, Array<() => unknown>>()
+
+/** Runs `fn` when the test ends, after everything deferred later (last in, first out). */
+export function defer (t: TestContext, fn: () => unknown): void {
+  let stack = cleanups.get(t)
+  if (stack === undefined) {
+    const created: Array<() => unknown> = []
+    cleanups.set(t, created)
+    t.after(async () => { for (const cleanup of created.reverse()) await cleanup() })
+    stack = created
+  }
+  stack.push(fn)
+}
+
 /** A fresh directory removed when the test ends. */
 export function tempDir (t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-test-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  defer(t, () => rmSync(dir, { recursive: true, force: true }))
   return dir
 }
 
-/**
- * A migrated SQLite store of the test's own. The caller destroys it (after closing what uses it:
- * node:test runs `after` hooks in the order they were added).
- */
-export async function createTestDb (t: TestContext): Promise<{ db: Db, databaseUrl: string }> {
-  const databaseUrl = `sqlite:${join(tempDir(t), 'petstore.db')}`
-  const db = createDb(databaseUrl)
+/** A kind of store the suites run against. */
+export interface TestStore {
+  name: 'sqlite' | 'postgres'
+  /** The DATABASE_URL of an empty store of the test's own, removed when the test ends. */
+  databaseUrl: (t: TestContext) => Promise<string>
+}
+
+const SQLITE: TestStore = {
+  name: 'sqlite',
+  databaseUrl: async (t) => `sqlite:${join(tempDir(t), 'petstore.db')}`
+}
+
+function postgres (adminUrl: string): TestStore {
+  let admin: pg.Pool | undefined
+  return {
+    name: 'postgres',
+    databaseUrl: async (t) => {
+      admin ??= new pg.Pool({ connectionString: adminUrl, max: 2, allowExitOnIdle: true })
+      const name = `petstore_test_${randomBytes(6).toString('hex')}`
+      await admin.query(`create database ${name}`)
+      defer(t, () => admin!.query(`drop database if exists ${name} with (force)`))
+      const url = new URL(adminUrl)
+      url.pathname = `/${name}`
+      return url.toString()
+    }
+  }
+}
+
+/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set (CI sets it). */
+export const TEST_STORES: TestStore[] = [SQLITE]
+if (process.env.TEST_DATABASE_URL) TEST_STORES.push(postgres(process.env.TEST_DATABASE_URL))
+
+/** Defines the suite once per store, each in a `describe` named after it. */
+export function forEachStore (suite: (store: TestStore) => void): void {
+  for (const store of TEST_STORES) describe(`on ${store.name}`, () => suite(store))
+}
+
+/** A migrated store of the test's own, destroyed when the test ends. */
+export async function createTestDb (t: TestContext, store: TestStore = SQLITE): Promise<{ db: Db, databaseUrl: string }> {
+  const databaseUrl = await store.databaseUrl(t)
+  const db = createDb(databaseUrl, 4)
+  defer(t, () => db.destroy())
   await migrateToLatest(db)
   return { db, databaseUrl }
 }
@@ -43,15 +94,18 @@ export interface TestApp {
   auth: { authorization: string }
 }
 
+interface BuildOptions {
+  store?: TestStore
+  env?: NodeJS.ProcessEnv
+  verifierOptions?: ApiKeyVerifierOptions
+}
+
 /** The real app on a real, migrated store of its own, with one valid key; closed when the test ends. */
-export async function build (t: TestContext, options: { env?: NodeJS.ProcessEnv, verifierOptions?: ApiKeyVerifierOptions } = {}): Promise<TestApp> {
-  const { db, databaseUrl } = await createTestDb(t)
-  const config = loadConfig({ DATABASE_URL: databaseUrl, ...options.env })
-  const app = await buildApp({ config, db, verifierOptions: options.verifierOptions })
-  t.after(async () => {
-    await app.close()
-    await db.destroy()
-  })
+export async function build (t: TestContext, { store, env, verifierOptions }: BuildOptions = {}): Promise<TestApp> {
+  const { db, databaseUrl } = await createTestDb(t, store)
+  const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
+  const app = await buildApp({ config, db, verifierOptions })
+  defer(t, () => app.close())
   const { key } = await createKey(db)
   return { app, db, config, auth: { authorization: `Bearer ${key}` } }
 }

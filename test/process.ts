@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import type { TestContext } from 'node:test'
+import { defer } from './helper.js'
 
 // The CLI from source, as `npx petstore` runs it from the build.
 const CLI = ['--import', 'tsx', 'src/cli/main.ts']
@@ -42,7 +43,7 @@ export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, comma
   let stderr = ''
   child.stderr.on('data', (chunk) => { stderr += chunk })
   const exited = once(child, 'exit').then(([code]) => code as number | null)
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  defer(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
 
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${stdout}\n${stderr}`)), 15_000)

@@ -14,7 +14,8 @@ const EXIT_USAGE = 2
 
 /** Opens the configured store, brings its schema up to date (unless told not to), runs `work` and closes the store. */
 async function withDb<T> (work: (db: Db) => Promise<T>, { migrate = true } = {}): Promise<T> {
-  const db = createDb(loadConfig().DATABASE_URL)
+  const config = loadConfig()
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE)
   try {
     if (migrate) await migrateToLatest(db)
     return await work(db)

@@ -1,16 +1,20 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
-import { Kysely, SqliteDialect } from 'kysely'
-import { ConfigError } from '../config.js'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import pg from 'pg'
 import type { Database, Db } from './database.js'
 
 const SQLITE_PREFIX = 'sqlite:'
+const PG_INT8 = 20
 
-/** Opens the store that `DATABASE_URL` names; the caller owns it and must `destroy()` it. */
-export function createDb (databaseUrl: string): Db {
+/**
+ * Opens the store that `DATABASE_URL` names, with up to `poolSize` PostgreSQL connections (SQLite has
+ * one); the caller owns it and must `destroy()` it.
+ */
+export function createDb (databaseUrl: string, poolSize = 10): Db {
   if (databaseUrl.startsWith(SQLITE_PREFIX)) return createSqliteDb(databaseUrl.slice(SQLITE_PREFIX.length))
-  throw new ConfigError('Invalid configuration: DATABASE_URL: only sqlite: is supported in this version')
+  return createPostgresDb(databaseUrl, poolSize)
 }
 
 function createSqliteDb (path: string): Db {
@@ -24,4 +28,21 @@ function createSqliteDb (path: string): Db {
   // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
   sqlite.defaultSafeIntegers(true)
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) })
+}
+
+function createPostgresDb (connectionString: string, poolSize: number): Db {
+  const pool = new pg.Pool({
+    connectionString,
+    max: poolSize,
+    // Fail fast while the database is down, so requests get a 503 instead of hanging.
+    connectionTimeoutMillis: 5000,
+    statement_timeout: 10_000,
+    // int8 (ids, categoryId) as BigInt, exact; pg's default is a string.
+    types: { getTypeParser: (oid: number, format?: string) => oid === PG_INT8 ? BigInt : pg.types.getTypeParser(oid, format as 'text') }
+  })
+  // A connection lost while idle (pool 'error') or checked out (client 'error') must not crash the
+  // process: the pool replaces it, and a query it was running fails and is answered 503.
+  pool.on('error', () => {})
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
 }

@@ -1,4 +1,6 @@
+import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
+import { isPostgres } from '../db/dialect.js'
 import type { Pet, PetStatus } from './pet.schemas.js'
 
 const PET_COLUMNS = ['id', 'name', 'category_id as categoryId', 'status'] as const
@@ -28,10 +30,21 @@ export interface PetValues {
   status: PetStatus
 }
 
+// Any constant shared by every instance; names the lock that orders pet inserts.
+const PET_INSERT_LOCK = 7_340_001
+
 /** Stores a pet and returns it with the id the store assigned; resolves only once it is committed. */
 export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
-  return await db.insertInto('pets')
+  const insert = (trx: Db) => trx.insertInto('pets')
     .values({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: new Date().toISOString() })
     .returning(PET_COLUMNS)
     .executeTakeFirstOrThrow()
+  // SQLite has one writer, so ids commit in order. PostgreSQL hands out sequence values to concurrent
+  // transactions that may commit out of order, and a keyset reader could then skip a pet: taking a
+  // transaction lock before the id is drawn makes ids commit in increasing order, on every instance.
+  if (!isPostgres(db)) return await insert(db)
+  return await db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)})`.execute(trx)
+    return await insert(trx)
+  })
 }

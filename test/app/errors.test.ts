@@ -1,52 +1,54 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { build, errorOf } from '../helper.js'
+import { build, errorOf, forEachStore } from '../helper.js'
 
-test('an unknown path is a 404 Error body, with or without a key', async (t) => {
-  const testApp = await build(t)
-  for (const url of ['/nothing', '/v2/pets', '/v1/pets/1/toys', '/v1']) {
-    const response = await testApp.app.inject({ url, headers: testApp.auth })
-    assert.equal(response.statusCode, 404, url)
-    assert.equal(errorOf(response).code, 'not_found')
-  }
-  assert.equal(errorOf(await testApp.app.inject({ url: '/nothing' })).status, 404)
-})
+forEachStore((store) => {
+  test('an unknown path is a 404 Error body, with or without a key', async (t) => {
+    const testApp = await build(t, { store })
+    for (const url of ['/nothing', '/v2/pets', '/v1/pets/1/toys', '/v1']) {
+      const response = await testApp.app.inject({ url, headers: testApp.auth })
+      assert.equal(response.statusCode, 404, url)
+      assert.equal(errorOf(response).code, 'not_found')
+    }
+    assert.equal(errorOf(await testApp.app.inject({ url: '/nothing' })).status, 404)
+  })
 
-test('a known path with another method is a 405 with Allow', async (t) => {
-  const testApp = await build(t)
-  const cases = [['DELETE', '/v1/pets/1', 'GET, HEAD'], ['PUT', '/v1/pets', 'GET, HEAD, POST'], ['PATCH', '/v1/pets/7', 'GET, HEAD'], ['POST', '/healthz', 'GET, HEAD']] as const
-  for (const [method, url, allow] of cases) {
-    const response = await testApp.app.inject({ method, url, headers: testApp.auth })
-    assert.equal(response.statusCode, 405, `${method} ${url}`)
-    assert.equal(errorOf(response).code, 'method_not_allowed')
-    assert.equal(response.headers.allow, allow)
-  }
-})
+  test('a known path with another method is a 405 with Allow', async (t) => {
+    const testApp = await build(t, { store })
+    const cases = [['DELETE', '/v1/pets/1', 'GET, HEAD'], ['PUT', '/v1/pets', 'GET, HEAD, POST'], ['PATCH', '/v1/pets/7', 'GET, HEAD'], ['POST', '/healthz', 'GET, HEAD']] as const
+    for (const [method, url, allow] of cases) {
+      const response = await testApp.app.inject({ method, url, headers: testApp.auth })
+      assert.equal(response.statusCode, 405, `${method} ${url}`)
+      assert.equal(errorOf(response).code, 'method_not_allowed')
+      assert.equal(response.headers.allow, allow)
+    }
+  })
 
-test('a malformed URL is a 400 Error body', async (t) => {
-  const testApp = await build(t)
-  const response = await testApp.app.inject({ url: '/v1/pets/%E0%A4%A', headers: testApp.auth })
-  assert.ok(response.statusCode === 400 || response.statusCode === 404, String(response.statusCode))
-  errorOf(response)
-})
+  test('a malformed URL is a 400 Error body', async (t) => {
+    const testApp = await build(t, { store })
+    const response = await testApp.app.inject({ url: '/v1/pets/%E0%A4%A', headers: testApp.auth })
+    assert.ok(response.statusCode === 400 || response.statusCode === 404, String(response.statusCode))
+    errorOf(response)
+  })
 
-test('healthz answers 200 while the store answers, and 503 with the Error body when it does not', async (t) => {
-  const testApp = await build(t)
-  const ok = await testApp.app.inject({ url: '/healthz' })
-  assert.equal(ok.statusCode, 200)
-  assert.deepEqual(ok.json(), { status: 'ok' })
-  await testApp.db.destroy()
-  const down = await testApp.app.inject({ url: '/healthz' })
-  assert.equal(down.statusCode, 503)
-  assert.equal(errorOf(down).code, 'service_unavailable')
-})
+  test('healthz answers 200 while the store answers, and 503 with the Error body when it does not', async (t) => {
+    const testApp = await build(t, { store })
+    const ok = await testApp.app.inject({ url: '/healthz' })
+    assert.equal(ok.statusCode, 200)
+    assert.deepEqual(ok.json(), { status: 'ok' })
+    await testApp.db.destroy()
+    const down = await testApp.app.inject({ url: '/healthz' })
+    assert.equal(down.statusCode, 503)
+    assert.equal(errorOf(down).code, 'service_unavailable')
+  })
 
-test('an unexpected failure is a 500 Error body without internals', async (t) => {
-  const testApp = await build(t)
-  await testApp.db.schema.dropTable('pets').execute()
-  const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
-  assert.equal(response.statusCode, 500)
-  const error = errorOf(response)
-  assert.equal(error.code, 'internal_error')
-  assert.doesNotMatch(response.body, /pets|sqlite|stack|at /i)
+  test('an unexpected failure is a 500 Error body without internals', async (t) => {
+    const testApp = await build(t, { store })
+    await testApp.db.schema.dropTable('pets').execute()
+    const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.equal(response.statusCode, 500)
+    const error = errorOf(response)
+    assert.equal(error.code, 'internal_error')
+    assert.doesNotMatch(response.body, /pets|sqlite|stack|at /i)
+  })
 })

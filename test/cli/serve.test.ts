@@ -1,73 +1,73 @@
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { tempDir } from '../helper.js'
+import { forEachStore } from '../helper.js'
 import { runCli, startServer } from '../process.js'
 
-const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/m
+forEachStore((store) => {
+  const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/m
 
-test('the first start prints one key; a restart prints none and keeps every pet', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'store.db')}` }
-  const first = await startServer(t, env)
-  const key = KEY_LINE.exec(first.output())?.[0]
-  assert.ok(key, first.output())
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-  const created = await fetch(`${first.url}/v1/pets`, { method: 'POST', headers, body: '{"name":"Rex","categoryId":9007199254740993}' })
-  assert.equal(created.status, 201)
-  const pet = await created.text()
-  assert.equal(await first.stop('SIGTERM'), 0)
+  test('the first start prints one key; a restart prints none and keeps every pet', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const first = await startServer(t, env)
+    const key = KEY_LINE.exec(first.output())?.[0]
+    assert.ok(key, first.output())
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    const created = await fetch(`${first.url}/v1/pets`, { method: 'POST', headers, body: '{"name":"Rex","categoryId":9007199254740993}' })
+    assert.equal(created.status, 201)
+    const pet = await created.text()
+    assert.equal(await first.stop('SIGTERM'), 0)
 
-  const second = await startServer(t, env)
-  assert.doesNotMatch(second.output(), KEY_LINE)
-  const fetched = await fetch(`${second.url}/v1/pets`, { headers })
-  assert.equal(await fetched.text(), `[${pet}]`)
-  assert.equal(await second.stop('SIGINT'), 0)
-})
+    const second = await startServer(t, env)
+    assert.doesNotMatch(second.output(), KEY_LINE)
+    const fetched = await fetch(`${second.url}/v1/pets`, { headers })
+    assert.equal(await fetched.text(), `[${pet}]`)
+    assert.equal(await second.stop('SIGINT'), 0)
+  })
 
-test('a key revoked with the CLI is refused by a running server within 5 seconds', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'store.db')}` }
-  const server = await startServer(t, env)
-  const created = await runCli(['keys', 'create', '--name', 'doomed'], env)
-  const key = created.stdout.trimEnd().split('\n').at(-1)!
-  const id = /Created API key (\d+)/.exec(created.stdout)![1]!
-  const headers = { authorization: `Bearer ${key}` }
-  assert.equal((await fetch(`${server.url}/v1/pets`, { headers })).status, 200, 'a new key works at once')
+  test('a key revoked with the CLI is refused by a running server within 5 seconds', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const server = await startServer(t, env)
+    const created = await runCli(['keys', 'create', '--name', 'doomed'], env)
+    const key = created.stdout.trimEnd().split('\n').at(-1)!
+    const id = /Created API key (\d+)/.exec(created.stdout)![1]!
+    const headers = { authorization: `Bearer ${key}` }
+    assert.equal((await fetch(`${server.url}/v1/pets`, { headers })).status, 200, 'a new key works at once')
 
-  assert.equal((await runCli(['keys', 'revoke', id], env)).code, 0)
-  const revokedAt = Date.now()
-  let status = 200
-  while (status === 200 && Date.now() - revokedAt < 6000) {
-    status = (await fetch(`${server.url}/v1/pets`, { headers })).status
-    if (status === 200) await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  assert.equal(status, 401)
-  assert.ok(Date.now() - revokedAt < 5000, `refused after ${Date.now() - revokedAt} ms`)
-})
+    assert.equal((await runCli(['keys', 'revoke', id], env)).code, 0)
+    const revokedAt = Date.now()
+    let status = 200
+    while (status === 200 && Date.now() - revokedAt < 6000) {
+      status = (await fetch(`${server.url}/v1/pets`, { headers })).status
+      if (status === 200) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.equal(status, 401)
+    assert.ok(Date.now() - revokedAt < 5000, `refused after ${Date.now() - revokedAt} ms`)
+  })
 
-test('SIGTERM lets in-flight requests finish and exits 0', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'store.db')}` }
-  const server = await startServer(t, env)
-  const key = KEY_LINE.exec(server.output())![0]
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-  const writes = Array.from({ length: 50 }, (_, i) =>
-    fetch(`${server.url}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: `Pet ${i}`, categoryId: 1 }) })
-      .then((response) => response.status, () => 0))
-  await new Promise((resolve) => setTimeout(resolve, 5))
-  const code = await server.stop('SIGTERM')
-  const statuses = await Promise.all(writes)
-  assert.equal(code, 0)
-  const acknowledged = statuses.filter((status) => status === 201).length
+  test('SIGTERM lets in-flight requests finish and exits 0', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const server = await startServer(t, env)
+    const key = KEY_LINE.exec(server.output())![0]
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    const writes = Array.from({ length: 50 }, (_, i) =>
+      fetch(`${server.url}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: `Pet ${i}`, categoryId: 1 }) })
+        .then((response) => response.status, () => 0))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const code = await server.stop('SIGTERM')
+    const statuses = await Promise.all(writes)
+    assert.equal(code, 0)
+    const acknowledged = statuses.filter((status) => status === 201).length
 
-  const restarted = await startServer(t, env)
-  const stored = await (await fetch(`${restarted.url}/v1/pets?limit=100`, { headers })).json() as unknown[]
-  assert.ok(stored.length >= acknowledged, `${stored.length} stored, ${acknowledged} acknowledged`)
-  assert.ok(statuses.every((status) => [201, 503, 0].includes(status)), statuses.join(','))
-})
+    const restarted = await startServer(t, env)
+    const stored = await (await fetch(`${restarted.url}/v1/pets?limit=100`, { headers })).json() as unknown[]
+    assert.ok(stored.length >= acknowledged, `${stored.length} stored, ${acknowledged} acknowledged`)
+    assert.ok(statuses.every((status) => [201, 503, 0].includes(status)), statuses.join(','))
+  })
 
-test('npm start serves with no configuration and stops with exit 0 on SIGTERM', async (t) => {
-  const dir = tempDir(t)
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'store.db')}` }, ['npm', 'start', '--silent'])
-  const health = await fetch(`${server.url}/healthz`)
-  assert.equal(health.status, 200)
-  assert.equal(await server.stop('SIGTERM'), 0)
+  test('npm start serves with no configuration and stops with exit 0 on SIGTERM', async (t) => {
+    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t) }, ['npm', 'start', '--silent'])
+    const health = await fetch(`${server.url}/healthz`)
+    assert.equal(health.status, 200)
+    assert.equal(await server.stop('SIGTERM'), 0)
+  })
 })

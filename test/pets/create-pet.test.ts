@@ -1,148 +1,150 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { build, errorOf } from '../helper.js'
+import { build, errorOf, forEachStore } from '../helper.js'
 
-test('createPet answers 201 with the Pet, a Location and status available by default', async (t) => {
-  const testApp = await build(t)
-  const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
-  assert.equal(response.statusCode, 201)
-  const pet = response.json()
-  assert.deepEqual(pet, { id: pet.id, name: 'Rex', categoryId: 3, status: 'available' })
-  assert.ok(Number.isInteger(pet.id) && pet.id > 0)
-  assert.equal(response.headers.location, `/v1/pets/${pet.id}`)
-})
-
-test('createPet keeps the status sent and assigns increasing ids', async (t) => {
-  const testApp = await build(t)
-  const ids = []
-  for (const status of ['sold', 'pending', 'available']) {
-    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Tom', categoryId: 1, status } })
+forEachStore((store) => {
+  test('createPet answers 201 with the Pet, a Location and status available by default', async (t) => {
+    const testApp = await build(t, { store })
+    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
     assert.equal(response.statusCode, 201)
-    assert.equal(response.json().status, status)
-    ids.push(response.json().id)
-  }
-  assert.ok(ids[0] < ids[1] && ids[1] < ids[2])
-})
+    const pet = response.json()
+    assert.deepEqual(pet, { id: pet.id, name: 'Rex', categoryId: 3, status: 'available' })
+    assert.ok(Number.isInteger(pet.id) && pet.id > 0)
+    assert.equal(response.headers.location, `/v1/pets/${pet.id}`)
+  })
 
-test('Location is absolute when PUBLIC_BASE_URL is set', async (t) => {
-  const testApp = await build(t, { env: { PUBLIC_BASE_URL: 'https://pets.example.com/' } })
-  const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
-  assert.equal(response.headers.location, `https://pets.example.com/v1/pets/${response.json().id}`)
-})
+  test('createPet keeps the status sent and assigns increasing ids', async (t) => {
+    const testApp = await build(t, { store })
+    const ids = []
+    for (const status of ['sold', 'pending', 'available']) {
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Tom', categoryId: 1, status } })
+      assert.equal(response.statusCode, 201)
+      assert.equal(response.json().status, status)
+      ids.push(response.json().id)
+    }
+    assert.ok(ids[0] < ids[1] && ids[1] < ids[2])
+  })
 
-test('categoryId round-trips exactly above 2^53, up to the int64 maximum', async (t) => {
-  const testApp = await build(t)
-  for (const text of ['9007199254740993', '9223372036854775807', '1234567890123456789']) {
-    const response = await testApp.app.inject({
-      method: 'POST',
-      url: '/v1/pets',
-      headers: { ...testApp.auth, 'content-type': 'application/json' },
-      payload: `{"name":"Big","categoryId":${text}}`
+  test('Location is absolute when PUBLIC_BASE_URL is set', async (t) => {
+    const testApp = await build(t, { store, env: { PUBLIC_BASE_URL: 'https://pets.example.com/' } })
+    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
+    assert.equal(response.headers.location, `https://pets.example.com/v1/pets/${response.json().id}`)
+  })
+
+  test('categoryId round-trips exactly above 2^53, up to the int64 maximum', async (t) => {
+    const testApp = await build(t, { store })
+    for (const text of ['9007199254740993', '9223372036854775807', '1234567890123456789']) {
+      const response = await testApp.app.inject({
+        method: 'POST',
+        url: '/v1/pets',
+        headers: { ...testApp.auth, 'content-type': 'application/json' },
+        payload: `{"name":"Big","categoryId":${text}}`
+      })
+      assert.equal(response.statusCode, 201, response.body)
+      assert.match(response.body, new RegExp(`"categoryId":${text}[,}]`))
+      const id = response.json().id
+      const fetched = await testApp.app.inject({ url: `/v1/pets/${id}`, headers: testApp.auth })
+      assert.match(fetched.body, new RegExp(`"categoryId":${text}[,}]`))
+      const listed = await testApp.app.inject({ url: '/v1/pets?limit=100', headers: testApp.auth })
+      assert.match(listed.body, new RegExp(`"categoryId":${text}[,}]`))
+    }
+  })
+
+  const INVALID_BODIES: Array<[string, string]> = [
+    ['categoryId as a string', '{"name":"Rex","categoryId":"5"}'],
+    ['categoryId a fraction', '{"name":"Rex","categoryId":1.5}'],
+    ['categoryId zero', '{"name":"Rex","categoryId":0}'],
+    ['categoryId negative', '{"name":"Rex","categoryId":-1}'],
+    ['categoryId past int64', '{"name":"Rex","categoryId":9223372036854775808}'],
+    ['categoryId far past int64', '{"name":"Rex","categoryId":123456789012345678901234567890}'],
+    ['categoryId null', '{"name":"Rex","categoryId":null}'],
+    ['categoryId missing', '{"name":"Rex"}'],
+    ['name missing', '{"categoryId":1}'],
+    ['name empty', '{"name":"","categoryId":1}'],
+    ['name only spaces', '{"name":"   ","categoryId":1}'],
+    ['name of 101 characters', JSON.stringify({ name: 'x'.repeat(101), categoryId: 1 })],
+    ['name not a string', '{"name":42,"categoryId":1}'],
+    ['name with a lone surrogate', '{"name":"a\\ud800b","categoryId":1}'],
+    ['name with a NUL', '{"name":"a\\u0000b","categoryId":1}'],
+    ['status unknown', '{"name":"Rex","categoryId":1,"status":"lost"}'],
+    ['status in the wrong case', '{"name":"Rex","categoryId":1,"status":"Available"}'],
+    ['an unknown field', '{"name":"Rex","categoryId":1,"color":"red"}'],
+    ['a client-chosen id', '{"id":5,"name":"Rex","categoryId":1}'],
+    ['an array', '[{"name":"Rex","categoryId":1}]'],
+    ['a string', '"Rex"'],
+    ['null', 'null'],
+    ['prototype pollution', '{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}'],
+    ['constructor pollution', '{"name":"Rex","categoryId":1,"constructor":{"prototype":{"admin":true}}}'],
+    ['malformed JSON', '{"name":"Rex",'],
+    ['an empty body', ''],
+    ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}']
+  ]
+
+  for (const [what, payload] of INVALID_BODIES) {
+    test(`createPet answers 400 for ${what}`, async (t) => {
+      const testApp = await build(t, { store })
+      const response = await testApp.app.inject({
+        method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload
+      })
+      assert.equal(response.statusCode, 400, response.body)
+      assert.match(errorOf(response).code, /^(validation_failed|invalid_json)$/)
+      const list = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+      assert.deepEqual(list.json(), [], 'nothing is stored')
     })
-    assert.equal(response.statusCode, 201, response.body)
-    assert.match(response.body, new RegExp(`"categoryId":${text}[,}]`))
-    const id = response.json().id
-    const fetched = await testApp.app.inject({ url: `/v1/pets/${id}`, headers: testApp.auth })
-    assert.match(fetched.body, new RegExp(`"categoryId":${text}[,}]`))
-    const listed = await testApp.app.inject({ url: '/v1/pets?limit=100', headers: testApp.auth })
-    assert.match(listed.body, new RegExp(`"categoryId":${text}[,}]`))
   }
-})
 
-const INVALID_BODIES: Array<[string, string]> = [
-  ['categoryId as a string', '{"name":"Rex","categoryId":"5"}'],
-  ['categoryId a fraction', '{"name":"Rex","categoryId":1.5}'],
-  ['categoryId zero', '{"name":"Rex","categoryId":0}'],
-  ['categoryId negative', '{"name":"Rex","categoryId":-1}'],
-  ['categoryId past int64', '{"name":"Rex","categoryId":9223372036854775808}'],
-  ['categoryId far past int64', '{"name":"Rex","categoryId":123456789012345678901234567890}'],
-  ['categoryId null', '{"name":"Rex","categoryId":null}'],
-  ['categoryId missing', '{"name":"Rex"}'],
-  ['name missing', '{"categoryId":1}'],
-  ['name empty', '{"name":"","categoryId":1}'],
-  ['name only spaces', '{"name":"   ","categoryId":1}'],
-  ['name of 101 characters', JSON.stringify({ name: 'x'.repeat(101), categoryId: 1 })],
-  ['name not a string', '{"name":42,"categoryId":1}'],
-  ['name with a lone surrogate', '{"name":"a\\ud800b","categoryId":1}'],
-  ['name with a NUL', '{"name":"a\\u0000b","categoryId":1}'],
-  ['status unknown', '{"name":"Rex","categoryId":1,"status":"lost"}'],
-  ['status in the wrong case', '{"name":"Rex","categoryId":1,"status":"Available"}'],
-  ['an unknown field', '{"name":"Rex","categoryId":1,"color":"red"}'],
-  ['a client-chosen id', '{"id":5,"name":"Rex","categoryId":1}'],
-  ['an array', '[{"name":"Rex","categoryId":1}]'],
-  ['a string', '"Rex"'],
-  ['null', 'null'],
-  ['prototype pollution', '{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}'],
-  ['constructor pollution', '{"name":"Rex","categoryId":1,"constructor":{"prototype":{"admin":true}}}'],
-  ['malformed JSON', '{"name":"Rex",'],
-  ['an empty body', ''],
-  ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}']
-]
+  test('validation errors name the field at fault', async (t) => {
+    const testApp = await build(t, { store })
+    const send = (payload: unknown) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: payload as object })
+    assert.match(errorOf(await send({ name: 'Rex', categoryId: 1, color: 'red' })).message, /unknown property 'color'/)
+    assert.match(errorOf(await send({ name: 'Rex', categoryId: 0 })).message, /body\.categoryId must be an integer from 1 to 9223372036854775807/)
+    assert.match(errorOf(await send({ name: 'Rex', categoryId: 1, status: 'x' })).message, /body\.status must be one of available, pending, sold/)
+    assert.match(errorOf(await send({ categoryId: 1 })).message, /name/)
+  })
 
-for (const [what, payload] of INVALID_BODIES) {
-  test(`createPet answers 400 for ${what}`, async (t) => {
-    const testApp = await build(t)
-    const response = await testApp.app.inject({
-      method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload
+  const VALID_NAMES: Array<[string, string]> = [
+    ['100 characters', 'x'.repeat(100)],
+    ['100 characters inside spaces, stored as sent', `  ${'y'.repeat(100)}  `],
+    ['100 emoji', '🐕'.repeat(100)],
+    ['one character', 'R'],
+    ['non-Latin text', 'Кот Барсик 🐈 ねこ']
+  ]
+
+  for (const [what, name] of VALID_NAMES) {
+    test(`createPet accepts a name of ${what}`, async (t) => {
+      const testApp = await build(t, { store })
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name, categoryId: 1 } })
+      assert.equal(response.statusCode, 201, response.body)
+      assert.equal(response.json().name, name)
+      const fetched = await testApp.app.inject({ url: `/v1/pets/${response.json().id}`, headers: testApp.auth })
+      assert.equal(fetched.json().name, name)
     })
-    assert.equal(response.statusCode, 400, response.body)
-    assert.match(errorOf(response).code, /^(validation_failed|invalid_json)$/)
-    const list = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
-    assert.deepEqual(list.json(), [], 'nothing is stored')
-  })
-}
-
-test('validation errors name the field at fault', async (t) => {
-  const testApp = await build(t)
-  const send = (payload: unknown) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: payload as object })
-  assert.match(errorOf(await send({ name: 'Rex', categoryId: 1, color: 'red' })).message, /unknown property 'color'/)
-  assert.match(errorOf(await send({ name: 'Rex', categoryId: 0 })).message, /body\.categoryId must be an integer from 1 to 9223372036854775807/)
-  assert.match(errorOf(await send({ name: 'Rex', categoryId: 1, status: 'x' })).message, /body\.status must be one of available, pending, sold/)
-  assert.match(errorOf(await send({ categoryId: 1 })).message, /name/)
-})
-
-const VALID_NAMES: Array<[string, string]> = [
-  ['100 characters', 'x'.repeat(100)],
-  ['100 characters inside spaces, stored as sent', `  ${'y'.repeat(100)}  `],
-  ['100 emoji', '🐕'.repeat(100)],
-  ['one character', 'R'],
-  ['non-Latin text', 'Кот Барсик 🐈 ねこ']
-]
-
-for (const [what, name] of VALID_NAMES) {
-  test(`createPet accepts a name of ${what}`, async (t) => {
-    const testApp = await build(t)
-    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name, categoryId: 1 } })
-    assert.equal(response.statusCode, 201, response.body)
-    assert.equal(response.json().name, name)
-    const fetched = await testApp.app.inject({ url: `/v1/pets/${response.json().id}`, headers: testApp.auth })
-    assert.equal(fetched.json().name, name)
-  })
-}
-
-test('createPet answers 415 for bodies that are not JSON in UTF-8', async (t) => {
-  const testApp = await build(t)
-  for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'application/json; charset=latin1', undefined]) {
-    const headers: Record<string, string> = { ...testApp.auth }
-    if (contentType !== undefined) headers['content-type'] = contentType
-    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers, payload: '{"name":"Rex","categoryId":1}' })
-    assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`)
-    assert.equal(errorOf(response).code, 'unsupported_media_type')
   }
-})
 
-test('createPet accepts application/json with a UTF-8 charset', async (t) => {
-  const testApp = await build(t)
-  const response = await testApp.app.inject({
-    method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json; charset=UTF-8' }, payload: '{"name":"Rex","categoryId":1}'
+  test('createPet answers 415 for bodies that are not JSON in UTF-8', async (t) => {
+    const testApp = await build(t, { store })
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'application/json; charset=latin1', undefined]) {
+      const headers: Record<string, string> = { ...testApp.auth }
+      if (contentType !== undefined) headers['content-type'] = contentType
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers, payload: '{"name":"Rex","categoryId":1}' })
+      assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`)
+      assert.equal(errorOf(response).code, 'unsupported_media_type')
+    }
   })
-  assert.equal(response.statusCode, 201)
-})
 
-test('createPet answers 413 for a body over 16 KiB', async (t) => {
-  const testApp = await build(t)
-  const payload = JSON.stringify({ name: 'Rex', categoryId: 1, padding: 'x'.repeat(16 * 1024) })
-  const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload })
-  assert.equal(response.statusCode, 413)
-  assert.equal(errorOf(response).code, 'payload_too_large')
+  test('createPet accepts application/json with a UTF-8 charset', async (t) => {
+    const testApp = await build(t, { store })
+    const response = await testApp.app.inject({
+      method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json; charset=UTF-8' }, payload: '{"name":"Rex","categoryId":1}'
+    })
+    assert.equal(response.statusCode, 201)
+  })
+
+  test('createPet answers 413 for a body over 16 KiB', async (t) => {
+    const testApp = await build(t, { store })
+    const payload = JSON.stringify({ name: 'Rex', categoryId: 1, padding: 'x'.repeat(16 * 1024) })
+    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload })
+    assert.equal(response.statusCode, 413)
+    assert.equal(errorOf(response).code, 'payload_too_large')
+  })
 })

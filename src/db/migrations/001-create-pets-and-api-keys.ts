@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { PostgresAdapter, type CreateTableBuilder, type Kysely } from 'kysely'
+import type { CreateTableBuilder, Kysely } from 'kysely'
+import { isPostgres } from '../dialect.js'
 
 /** An int64 id assigned by the store in increasing order and never reused, in either dialect. */
 function withIdColumn<T extends string> (db: Kysely<unknown>, table: CreateTableBuilder<T>): CreateTableBuilder<T, 'id'> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (isPostgres(db)) {
     return table.addColumn('id', 'bigint', (col) => col.primaryKey().generatedByDefaultAsIdentity())
   }
   // SQLite: AUTOINCREMENT keeps ids of deleted rows from coming back.

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer, connect, type Socket } from 'node:net'
+import { test } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createDb } from '../../src/db/create-db.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { createKey, defer, errorOf, TEST_STORES } from '../helper.js'
+
+/** A TCP proxy to the database that the test can cut and restore, as a network fault would. */
+async function createCuttableProxy (target: URL) {
+  const sockets = new Set<Socket>()
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname)
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on('error', () => {})
+      socket.on('close', () => { sockets.delete(socket); client.destroy(); upstream.destroy() })
+    }
+    client.pipe(upstream).pipe(client)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const port = (server.address() as { port: number }).port
+  return {
+    port,
+    cut: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    },
+    restore: async () => {
+      server.listen(port, '127.0.0.1')
+      await once(server, 'listening')
+    },
+    close: () => { for (const socket of sockets) socket.destroy(); server.close() }
+  }
+}
+
+// Only PostgreSQL is reached over a network; an embedded SQLite store has no outage to survive.
+for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
+  test('while PostgreSQL is unreachable: 503 with the Error body, then recovery without a restart', async (t) => {
+    const direct = new URL(await store.databaseUrl(t))
+    const proxy = await createCuttableProxy(direct)
+    defer(t, () => proxy.close())
+    const viaProxy = new URL(direct)
+    viaProxy.host = `127.0.0.1:${proxy.port}`
+    const db = createDb(viaProxy.toString(), 2)
+    defer(t, () => db.destroy())
+    await migrateToLatest(db)
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: viaProxy.toString() }), db, verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 } })
+    defer(t, () => app.close())
+    const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+    const created = await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })
+    assert.equal(created.statusCode, 201)
+
+    await proxy.cut()
+    const health = await app.inject({ url: '/healthz' })
+    assert.equal(health.statusCode, 503)
+    assert.equal(errorOf(health).code, 'service_unavailable')
+    for (const request of [{ url: '/v1/pets', headers }, { url: `/v1/pets/${created.json().id}`, headers },
+      { method: 'POST' as const, url: '/v1/pets', headers, payload: { name: 'Lost', categoryId: 1 } }]) {
+      const response = await app.inject(request)
+      assert.equal(response.statusCode, 503, `${request.url}: ${response.body}`)
+      assert.equal(errorOf(response).code, 'service_unavailable')
+      assert.equal(response.headers['retry-after'], '1')
+    }
+
+    await proxy.restore()
+    assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+    const list = await app.inject({ url: '/v1/pets', headers })
+    assert.equal(list.statusCode, 200)
+    assert.deepEqual(list.json(), [created.json()], 'nothing half-written during the outage')
+  })
+}
