@@ -14,6 +14,7 @@ import deprecation from './plugins/deprecation.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
+import { createRateLimiter } from './plugins/rate-limit.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
 import { createValidatorCompiler } from './validation/validator-compiler.js'
 
@@ -58,10 +59,15 @@ export async function buildApp ({ config, db, logger = false, verifierOptions }:
   const verifier = new ApiKeyVerifier(db, verifierOptions)
   app.addHook('onClose', async () => { await verifier.close() })
   const cursorCodec = createPetCursorCodec(await findSetting(db, 'cursor_secret'))
+  const rateLimiter = await createRateLimiter(app, {
+    perMinute: config.RATE_LIMIT_PER_MINUTE,
+    redisUrl: config.REDIS_URL,
+    namespace: await findSetting(db, 'installation_id')
+  })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
 
   await app.register(async (v1) => {
-    await v1.register(auth, { verifier })
+    await v1.register(auth, { verifier, rateLimiter })
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     await v1.register(petRoutes, { db, cursorCodec, apiUrl })

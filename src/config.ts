@@ -11,6 +11,15 @@ const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  RATE_LIMIT_PER_MINUTE: Type.Integer({
+    minimum: 0,
+    default: 600,
+    description: 'requests per minute per API key (and per client address without a valid key); 0 turns limiting off'
+  }),
+  REDIS_URL: Type.Optional(Type.String({
+    pattern: '^rediss?://.+$',
+    description: 'shares rate-limit counters between instances'
+  })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({
     // The service root (scheme, host, optional path prefix) without /v1, query or fragment.
     pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$',

@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Database, Db } from './database.js'
+import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
 
 const SQLITE_PREFIX = 'sqlite:'
 const PG_INT8 = 20
@@ -27,7 +28,7 @@ function createSqliteDb (path: string): Db {
   sqlite.pragma('foreign_keys = ON')
   // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
   sqlite.defaultSafeIntegers(true)
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) })
+  return new Kysely<Database>({ dialect: new MultiProcessSqliteDialect({ database: sqlite }) })
 }
 
 function createPostgresDb (connectionString: string, poolSize: number): Db {

@@ -1,16 +1,18 @@
 import { Migrator, type Migration } from 'kysely'
 import type { Db } from './database.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
+import * as addInstallationId from './migrations/002-add-installation-id.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 const MIGRATIONS: Record<string, Migration> = {
-  '001-create-pets-and-api-keys': createPetsAndApiKeys
+  '001-create-pets-and-api-keys': createPetsAndApiKeys,
+  '002-add-installation-id': addInstallationId
 }
 
 /** Brings the store's schema to the latest version; safe to run again and from every entry point. */
 export async function migrateToLatest (db: Db): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } })
   const { error, results = [] } = await migrator.migrateToLatest()
-  if (error) throw new Error('Migration failed', { cause: error })
+  if (error) throw new Error(`Migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   return results.filter((result) => result.status === 'Success').map((result) => result.migrationName)
 }

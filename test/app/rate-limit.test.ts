@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { build, createKey, createTestDb, defer, errorOf, forEachStore } from '../helper.js'
+
+const RATE_LIMIT = /^"default";r=(\d+);t=(\d+)$/
+
+forEachStore((store) => {
+  test('the (N+1)th request of a key in a minute gets 429 with the rate-limit headers; other keys are unaffected', async (t) => {
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '3' } })
+    for (let i = 0; i < 3; i++) {
+      const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.headers['ratelimit-policy'], '"default";q=3;w=60')
+      assert.equal(RATE_LIMIT.exec(String(response.headers.ratelimit))?.[1], String(2 - i))
+    }
+    const limited = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.equal(limited.statusCode, 429)
+    assert.equal(errorOf(limited).code, 'rate_limited')
+    const retryAfter = Number(limited.headers['retry-after'])
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, String(retryAfter))
+    assert.equal(limited.headers['ratelimit-policy'], '"default";q=3;w=60')
+    assert.equal(RATE_LIMIT.exec(String(limited.headers.ratelimit))?.[1], '0')
+
+    const other = await createKey(testApp.db, 'other')
+    const unaffected = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${other.key}` } })
+    assert.equal(unaffected.statusCode, 200)
+  })
+
+  test('requests without a valid key are limited per client address', async (t) => {
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' } })
+    const guess = { authorization: 'Bearer ps_guess' }
+    assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: guess })).statusCode, 401)
+    assert.equal((await testApp.app.inject({ url: '/v1/pets' })).statusCode, 401)
+    const limited = await testApp.app.inject({ url: '/v1/pets', headers: guess })
+    assert.equal(limited.statusCode, 429)
+    assert.equal(errorOf(limited).code, 'rate_limited')
+    const elsewhere = await testApp.app.inject({ url: '/v1/pets', headers: guess, remoteAddress: '10.9.8.7' })
+    assert.equal(elsewhere.statusCode, 401, 'another address has its own budget')
+    assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).statusCode, 200, 'valid keys are counted apart')
+  })
+
+  test('RATE_LIMIT_PER_MINUTE=0 turns limiting off', async (t) => {
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' } })
+    for (let i = 0; i < 5; i++) {
+      const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.headers.ratelimit, undefined)
+    }
+  })
+})
+
+const redisUrl = process.env.TEST_REDIS_URL
+if (redisUrl) {
+  test('with REDIS_URL, instances share one budget per key', async (t) => {
+    const { db, databaseUrl } = await createTestDb(t)
+    const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl })
+    const instances = [await buildApp({ config, db }), await buildApp({ config, db })]
+    for (const app of instances) defer(t, () => app.close())
+    const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+    const statuses = []
+    for (let i = 0; i < 6; i++) statuses.push((await instances[i % 2]!.inject({ url: '/v1/pets', headers })).statusCode)
+    assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429])
+  })
+}
