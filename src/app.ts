@@ -13,8 +13,10 @@ import auth from './plugins/auth.js'
 import deprecation from './plugins/deprecation.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
 import jsonBody from './plugins/json-body.js'
+import loadShedding from './plugins/load-shedding.js'
 import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
+import securityHeaders from './plugins/security-headers.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
 import { createValidatorCompiler } from './validation/validator-compiler.js'
 
@@ -24,7 +26,9 @@ export const LIMITS = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   idleTimeoutMs: 60_000,
-  keepAliveTimeoutMs: 5_000
+  keepAliveTimeoutMs: 5_000,
+  /** Open connections per instance; more are refused by the socket layer. */
+  maxConnections: 4096
 }
 
 export interface AppOptions {
@@ -49,8 +53,11 @@ export async function buildApp ({ config, db, logger = false, verifierOptions }:
     clientErrorHandler: answerClientError
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  app.server.maxConnections = LIMITS.maxConnections
   app.setValidatorCompiler(createValidatorCompiler({ 'pet-name': isValidPetName }))
   await app.register(errorHandler)
+  await app.register(loadShedding)
+  await app.register(securityHeaders)
   await app.register(jsonBody)
   await app.register(openapi, { config })
   await app.register(deprecation)

@@ -4,6 +4,7 @@ import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { createDb } from './db/create-db.js'
 import { migrateToLatest } from './db/migrate.js'
+import { loggerOptions } from './logger.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
@@ -16,11 +17,7 @@ export async function serve (config: Config): Promise<void> {
   const app = await buildApp({
     config,
     db,
-    logger: {
-      level: config.LOG_LEVEL,
-      // Fastify logs no headers by default; this keeps it so if a serializer ever adds them.
-      redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
-    }
+    logger: loggerOptions(config.LOG_LEVEL)
   })
 
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {

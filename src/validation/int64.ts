@@ -11,7 +11,7 @@ interface Int64Options {
 
 /**
  * A JSON integer of the int64 range, exact beyond 2^53 and typed as bigint.
- * Ajv's `integer` cannot check a BigInt, so the validator compiler hands these to the `int64` keyword.
+ * Ajv's `integer` cannot check a BigInt, so the validator compiler hands these to its `exactInteger` keyword.
  */
 export function Int64 (options: Int64Options = {}) {
   return Type.Unsafe<bigint>({ type: 'integer', format: 'int64', ...options })

@@ -98,7 +98,7 @@ forEachStore((store) => {
   })
 
   for (const query of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'limit=-1', 'limit=', 'limit=5&limit=6',
-    'status=lost', 'status=Available', 'status=', 'color=red']) {
+    'limit=0x10', 'limit=1e1', 'limit=%205', 'limit=%2B5', 'status=lost', 'status=Available', 'status=', 'color=red', 'status[]=sold']) {
     test(`listPets answers 400 for ${query}`, async (t) => {
       const testApp = await build(t, { store })
       const response = await testApp.app.inject({ url: `/v1/pets?${query}`, headers: testApp.auth })

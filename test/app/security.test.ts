@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict'
+import { PassThrough } from 'node:stream'
+import { test } from 'node:test'
+import { hashApiKey } from '../../src/api-keys/api-key.service.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { loggerOptions } from '../../src/logger.js'
+import { build, createKey, createTestDb, defer, errorOf } from '../helper.js'
+
+test('answers carry security headers and no X-Powered-By, errors included', async (t) => {
+  const testApp = await build(t)
+  for (const request of [{ url: '/v1/pets', headers: testApp.auth }, { url: '/v1/pets' }, { url: '/nowhere' }, { url: '/healthz' }]) {
+    const response = await testApp.app.inject(request)
+    assert.equal(response.headers['x-content-type-options'], 'nosniff', request.url)
+    assert.equal(response.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'")
+    assert.equal(response.headers['x-frame-options'], 'SAMEORIGIN')
+    assert.match(String(response.headers['strict-transport-security']), /max-age=\d+/)
+    assert.equal(response.headers['x-powered-by'], undefined)
+  }
+})
+
+test('keys, their hashes and Authorization headers never reach the logs', async (t) => {
+  const logs = new PassThrough()
+  let written = ''
+  logs.on('data', (chunk) => { written += chunk })
+  const { db, databaseUrl } = await createTestDb(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), db, logger: loggerOptions('trace', logs) })
+  defer(t, () => app.close())
+  const { key } = await createKey(db)
+  const wrongKey = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')
+  const requests = [
+    { url: '/v1/pets', headers: { authorization: `Bearer ${key}` } },
+    { url: '/v1/pets', headers: { authorization: `Bearer ${wrongKey}` } },
+    { url: '/v1/pets?limit=0', headers: { authorization: `Bearer ${key}` } },
+    { method: 'POST' as const, url: '/v1/pets', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: `{"name":"${key}","bad":1}` },
+    { url: '/nowhere', headers: { authorization: `Bearer ${key}` } }
+  ]
+  for (const request of requests) await app.inject(request)
+  await db.schema.dropTable('pets').execute() // a 500, logged with its error
+  const failed = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
+  assert.equal(failed.statusCode, 500)
+  assert.ok(written.includes('request failed'), 'the test saw real log lines')
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20)]) {
+    assert.ok(!written.includes(secret), 'a secret was logged')
+  }
+  assert.doesNotMatch(written, /bearer/i)
+})
+
+test('an event loop blocked past 1 s sheds load with a 503 and Retry-After', async (t) => {
+  const testApp = await build(t)
+  const until = Date.now() + 1600
+  while (Date.now() < until) { /* block the event loop as a saturated process would */ }
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+  assert.equal(response.statusCode, 503)
+  assert.equal(errorOf(response).code, 'service_unavailable')
+  assert.equal(response.headers['retry-after'], '1')
+})

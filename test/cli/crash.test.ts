@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { forEachStore } from '../helper.js'
+import { startServer, type ServerProcess } from '../process.js'
+import { seededRandom, testSeed } from '../seeded-random.js'
+
+const ROUNDS = 3
+const WRITERS = 8
+
+interface Pet { id: number, name: string, categoryId: number, status: string }
+
+async function listAll (server: ServerProcess, headers: Record<string, string>): Promise<Map<number, Pet>> {
+  const pets = new Map<number, Pet>()
+  let path: string | undefined = '/v1/pets?limit=100'
+  while (path !== undefined) {
+    const response: Response = await fetch(server.url + path, { headers })
+    assert.equal(response.status, 200)
+    for (const pet of await response.json() as Pet[]) pets.set(pet.id, pet)
+    path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1]
+  }
+  return pets
+}
+
+forEachStore((store) => {
+  test('every pet answered 201 survives kill -9 of the server at a random moment', async (t) => {
+    const seed = testSeed()
+    t.diagnostic(`seed ${seed} (replay with TEST_SEED=${seed})`)
+    const random = seededRandom(seed)
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const acknowledged: Pet[] = []
+    let headers: Record<string, string> | undefined
+    let attempts = 0
+
+    for (let round = 0; round < ROUNDS; round++) {
+      const server = await startServer(t, env)
+      headers ??= { authorization: `Bearer ${/^ps_\w+$/m.exec(server.output())![0]}`, 'content-type': 'application/json' }
+      let running = true
+      const writers = Array.from({ length: WRITERS }, async (_, writer) => {
+        for (let i = 0; running; i++) {
+          attempts++
+          const sent = { name: `r${round} w${writer} #${i}`, categoryId: 2 ** 53 + round * 1000 + writer, status: 'pending' }
+          try {
+            const response = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers, body: JSON.stringify(sent) })
+            if (response.status === 201) acknowledged.push(await response.json() as Pet)
+          } catch {
+            return // the server is gone
+          }
+        }
+      })
+      await new Promise((resolve) => setTimeout(resolve, 100 + random() * 400))
+      await server.stop('SIGKILL')
+      running = false
+      await Promise.all(writers)
+    }
+
+    const server = await startServer(t, env)
+    const stored = await listAll(server, headers!)
+    t.diagnostic(`${attempts} requests tried, ${acknowledged.length} acknowledged, ${stored.size} stored`)
+    assert.ok(acknowledged.length > 0, 'the writers got answers before each kill')
+    const lost = acknowledged.filter((pet) => JSON.stringify(stored.get(pet.id)) !== JSON.stringify(pet))
+    assert.deepEqual(lost, [], `${lost.length} acknowledged pets lost or changed`)
+  })
+})
