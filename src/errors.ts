@@ -10,6 +10,7 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'request_timeout',
   'payload_too_large',
+  'uri_too_long',
   'unsupported_media_type',
   'header_too_large',
   'rate_limited',

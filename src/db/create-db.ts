@@ -21,10 +21,11 @@ export function createDb (databaseUrl: string, poolSize = 10): Db {
 function createSqliteDb (path: string): Db {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
   const sqlite = new SqliteDatabase(path)
+  // First, so that even switching to WAL waits for another process holding the file.
+  sqlite.pragma('busy_timeout = 5000')
   // WAL with synchronous=NORMAL: a commit survives a crash of the process (not of the machine).
   sqlite.pragma('journal_mode = WAL')
   sqlite.pragma('synchronous = NORMAL')
-  sqlite.pragma('busy_timeout = 5000')
   sqlite.pragma('foreign_keys = ON')
   // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
   sqlite.defaultSafeIntegers(true)

@@ -1,14 +1,28 @@
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely'
+import {
+  CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver,
+  type DatabaseConnection, type DialectAdapter, type Driver, type SqliteDialectConfig
+} from 'kysely'
 
 /**
  * Starts every transaction with BEGIN IMMEDIATE, which takes SQLite's write lock up front. Kysely's
  * plain BEGIN defers it, so two processes on one file (instances, or the CLI beside a server) could
- * both read, then one fail to write; migrating at once is the case that matters: now the second
- * waits (busy_timeout) and then finds the migrations applied. Every transaction here writes.
+ * both read, then one fail to write. Every transaction here writes.
  */
 class ImmediateTransactionSqliteDriver extends SqliteDriver {
   override async beginTransaction (connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+}
+
+/**
+ * SQLite's DDL is transactional, but Kysely's adapter says otherwise, so its migrator would run
+ * migrations outside any transaction: two processes migrating a new file at once would both create
+ * the tables. Saying so runs all pending migrations in one immediate transaction: the second process
+ * waits (busy_timeout), then finds them applied; a failed migration leaves nothing behind.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl (): boolean {
+    return true
   }
 }
 
@@ -23,5 +37,9 @@ export class MultiProcessSqliteDialect extends SqliteDialect {
 
   override createDriver (): Driver {
     return new ImmediateTransactionSqliteDriver(this.#config)
+  }
+
+  override createAdapter (): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter()
   }
 }

@@ -12,6 +12,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   405: 'method_not_allowed',
   408: 'request_timeout',
   413: 'payload_too_large',
+  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'rate_limited',
   431: 'header_too_large',
