@@ -6,6 +6,7 @@ import type { Config } from './config.js'
 import type { Db } from './db/database.js'
 import { findSetting } from './db/settings.repository.js'
 import { healthRoutes } from './health/health.routes.js'
+import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createPetCursorCodec } from './pets/pet-cursor.js'
 import { isValidPetName } from './pets/pet-name.js'
 import { petRoutes } from './pets/pet.routes.js'
@@ -77,7 +78,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions }:
     await v1.register(auth, { verifier, rateLimiter })
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
-    await v1.register(petRoutes, { db, cursorCodec, apiUrl })
+    await v1.register(petRoutes, { db, cursorCodec, idempotentCreates: new IdempotentCreates(db), apiUrl })
   }, { prefix: '/v1' })
 
   return app

@@ -13,6 +13,8 @@ export const ERROR_CODES = [
   'uri_too_long',
   'unsupported_media_type',
   'header_too_large',
+  'idempotency_key_in_use',
+  'idempotency_key_reused',
   'rate_limited',
   'internal_error',
   'service_unavailable'
@@ -60,8 +62,11 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or invalid API key',
   404: 'Not found',
   405: 'Method not allowed',
+  409: 'A request with the same Idempotency-Key is still being processed',
   413: 'Request body larger than 16 KiB',
   415: 'Request body is not application/json',
+  422: 'The Idempotency-Key was used with a different request body',
+  429: 'Rate limit exceeded; retry after Retry-After seconds',
   503: 'The store is unavailable; retry later'
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { ApiKeyTable } from '../api-keys/api-key.table.js'
+import type { IdempotencyKeyTable } from '../idempotency/idempotency-key.table.js'
 import type { PetTable } from '../pets/pet.table.js'
 import type { SettingTable } from './settings.table.js'
 
@@ -8,6 +9,7 @@ export interface Database {
   pets: PetTable
   api_keys: ApiKeyTable
   settings: SettingTable
+  idempotency_keys: IdempotencyKeyTable
 }
 
 export type Db = Kysely<Database>

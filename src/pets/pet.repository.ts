@@ -33,7 +33,7 @@ export interface PetValues {
 // Any constant shared by every instance; names the lock that orders pet inserts.
 const PET_INSERT_LOCK = 7_340_001
 
-/** Stores a pet and returns it with the id the store assigned; resolves only once it is committed. */
+/** Stores a pet and returns it with the id the store assigned; outside a transaction, resolves once it is committed. */
 export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
   const insert = (trx: Db) => trx.insertInto('pets')
     .values({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: new Date().toISOString() })
@@ -43,8 +43,9 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
   // transactions that may commit out of order, and a keyset reader could then skip a pet: taking a
   // transaction lock before the id is drawn makes ids commit in increasing order, on every instance.
   if (!isPostgres(db)) return await insert(db)
-  return await db.transaction().execute(async (trx) => {
+  const lockedInsert = async (trx: Db) => {
     await sql`select pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)})`.execute(trx)
     return await insert(trx)
-  })
+  }
+  return db.isTransaction ? await lockedInsert(db) : await db.transaction().execute(lockedInsert)
 }

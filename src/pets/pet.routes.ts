@@ -1,14 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
 import { ApiError, errorResponses } from '../errors.js'
+import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
 import type { PetCursorCodec } from './pet-cursor.js'
 import { findPetById, findPets, insertPet } from './pet.repository.js'
-import { DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
+import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
 
 export interface PetRoutesOptions {
   db: Db
   cursorCodec: PetCursorCodec
+  idempotentCreates: IdempotentCreates
   /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
   apiUrl: (path: string) => string
 }
@@ -17,7 +21,7 @@ const GET_PET_DEPRECATED_SINCE = new Date('2026-11-22T00:00:00Z')
 const GET_PET_SUNSET = new Date('2030-12-05T00:00:00Z')
 
 /** listPets, createPet and getPet: thin handlers over the pet repository. */
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, apiUrl }) => {
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, idempotentCreates, apiUrl }) => {
   app.get('/pets', {
     schema: {
       operationId: 'listPets',
@@ -50,14 +54,29 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       operationId: 'createPet',
       summary: 'Add an animal',
       tags: ['pets'],
+      headers: CreatePetHeaders,
       body: NewPet,
-      response: { 201: Pet, ...errorResponses(400, 401, 413, 415, 503) }
+      response: { 201: Pet, ...errorResponses(400, 401, 409, 413, 415, 422, 429, 503) }
     }
   }, async (request, reply) => {
     const { name, categoryId, status = DEFAULT_PET_STATUS } = request.body
-    const pet = await insertPet(db, { name, categoryId, status })
-    reply.code(201).header('location', apiUrl(`/pets/${pet.id}`))
-    return pet
+    const idempotencyKey = request.headers['idempotency-key']
+    if (idempotencyKey === undefined) {
+      const pet = await insertPet(db, { name, categoryId, status })
+      reply.code(201).header('location', apiUrl(`/pets/${pet.id}`))
+      return pet
+    }
+    const result = await idempotentCreates.run(request.apiKeyId, idempotencyKey, request.body, async (trx) => {
+      const pet = await insertPet(trx, { name, categoryId, status })
+      // Stored as text and sent as stored, so a replay is byte for byte the first answer.
+      return { status: 201, body: stringifyExact(pet)!, location: apiUrl(`/pets/${pet.id}`) }
+    })
+    // The stored answer is JSON text, sent as it is rather than through the typed serializer.
+    const raw = reply as FastifyReply
+    raw.code(result.status).type('application/json; charset=utf-8')
+    if (result.location !== null) raw.header('location', result.location)
+    if (result.replayed) raw.header('idempotent-replayed', 'true')
+    return raw.send(result.body)
   })
 
   app.get('/pets/:petId', {

@@ -51,3 +51,13 @@ export type ListPetsQuery = Static<typeof ListPetsQuery>
 export const PetIdParams = Type.Object({
   petId: Int64({ minimum: 1, description: 'Id of the animal to retrieve' })
 })
+
+export const CreatePetHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[\\x20-\\x7E]+$',
+    description: 'Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; ' +
+      'a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing'
+  }))
+})

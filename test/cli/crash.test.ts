@@ -22,12 +22,13 @@ async function listAll (server: ServerProcess, headers: Record<string, string>):
 }
 
 forEachStore((store) => {
-  test('every pet answered 201 survives kill -9 of the server at a random moment', async (t) => {
+  test('every pet answered 201 survives kill -9 at a random moment; retried with their keys, unanswered ones exist exactly once', async (t) => {
     const seed = testSeed()
     t.diagnostic(`seed ${seed} (replay with TEST_SEED=${seed})`)
     const random = seededRandom(seed)
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     const acknowledged: Pet[] = []
+    const unanswered: Array<Omit<Pet, 'id'>> = []
     let headers: Record<string, string> | undefined
     let attempts = 0
 
@@ -40,9 +41,12 @@ forEachStore((store) => {
           attempts++
           const sent = { name: `r${round} w${writer} #${i}`, categoryId: 2 ** 53 + round * 1000 + writer, status: 'pending' }
           try {
-            const response = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers, body: JSON.stringify(sent) })
+            // The name doubles as the idempotency key: unique per request.
+            const response = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers: { ...headers, 'idempotency-key': sent.name }, body: JSON.stringify(sent) })
             if (response.status === 201) acknowledged.push(await response.json() as Pet)
+            else unanswered.push(sent)
           } catch {
+            unanswered.push(sent)
             return // the server is gone
           }
         }
@@ -55,9 +59,20 @@ forEachStore((store) => {
 
     const server = await startServer(t, env)
     const stored = await listAll(server, headers!)
-    t.diagnostic(`${attempts} requests tried, ${acknowledged.length} acknowledged, ${stored.size} stored`)
+    t.diagnostic(`${attempts} requests tried, ${acknowledged.length} acknowledged, ${unanswered.length} unanswered, ${stored.size} stored`)
     assert.ok(acknowledged.length > 0, 'the writers got answers before each kill')
     const lost = acknowledged.filter((pet) => JSON.stringify(stored.get(pet.id)) !== JSON.stringify(pet))
     assert.deepEqual(lost, [], `${lost.length} acknowledged pets lost or changed`)
+
+    // A client that lost its answer retries with the same key: the stored pet when it was
+    // committed, a new one when it was not; never two.
+    for (const sent of unanswered) {
+      const response = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers: { ...headers!, 'idempotency-key': sent.name }, body: JSON.stringify(sent) })
+      assert.equal(response.status, 201, sent.name)
+    }
+    const final = [...(await listAll(server, headers!)).values()]
+    const perName = new Map<string, number>()
+    for (const pet of final) perName.set(pet.name, (perName.get(pet.name) ?? 0) + 1)
+    for (const sent of [...acknowledged, ...unanswered]) assert.equal(perName.get(sent.name), 1, `exactly one pet for key ${sent.name}`)
   })
 })
