@@ -48,7 +48,8 @@ export async function buildApp ({ config, db, logger = false, verifierOptions }:
     requestTimeout: LIMITS.requestTimeoutMs,
     connectionTimeout: LIMITS.idleTimeoutMs,
     keepAliveTimeout: LIMITS.keepAliveTimeoutMs,
-    http: { headersTimeout: LIMITS.headersTimeoutMs },
+    // Node enforces the header and request timeouts on a sweep every 30 s by default: check each second.
+    http: { headersTimeout: LIMITS.headersTimeoutMs, connectionsCheckingInterval: 1000 },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: sendError,
     clientErrorHandler: answerClientError

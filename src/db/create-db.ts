@@ -7,6 +7,7 @@ import type { Database, Db } from './database.js'
 import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
 
 const SQLITE_PREFIX = 'sqlite:'
+const SQLITE_BUSY_TIMEOUT_MS = 500
 const PG_INT8 = 20
 
 /**
@@ -21,8 +22,10 @@ export function createDb (databaseUrl: string, poolSize = 10): Db {
 function createSqliteDb (path: string): Db {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
   const sqlite = new SqliteDatabase(path)
-  // First, so that even switching to WAL waits for another process holding the file.
-  sqlite.pragma('busy_timeout = 5000')
+  // First, so that even switching to WAL waits for another process holding the file. better-sqlite3
+  // waits synchronously, stalling every request meanwhile: long enough for another process's short
+  // transactions, well under the 1 s lag at which the server sheds load. Past it: 503.
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
   // WAL with synchronous=NORMAL: a commit survives a crash of the process (not of the machine).
   sqlite.pragma('journal_mode = WAL')
   sqlite.pragma('synchronous = NORMAL')

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { connect } from 'node:net'
+import { test } from 'node:test'
+import SqliteDatabase from 'better-sqlite3'
+import { build, createPet, defer, errorOf } from '../helper.js'
+
+test('a locked SQLite store answers 503 with the Error body, and writes resume once it is free', async (t) => {
+  const testApp = await build(t)
+  await createPet(testApp, { name: 'Before', categoryId: 1 })
+  const other = new SqliteDatabase(testApp.config.DATABASE_URL.slice('sqlite:'.length))
+  defer(t, () => other.close())
+  other.exec('begin exclusive') // another process holding the write lock past busy_timeout
+
+  const blocked = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Blocked', categoryId: 1 } })
+  assert.equal(blocked.statusCode, 503)
+  assert.equal(errorOf(blocked).code, 'service_unavailable')
+  assert.equal(blocked.headers['retry-after'], '1')
+  assert.doesNotMatch(blocked.body, /SQLITE|busy|locked/i)
+
+  other.exec('commit')
+  const resumed = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'After', categoryId: 1 } })
+  assert.equal(resumed.statusCode, 201)
+  const list = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+  assert.equal(list.statusCode, 200, list.body)
+  const names = list.json().map((pet: { name: string }) => pet.name)
+  assert.deepEqual(names, ['Before', 'After'], 'the refused write left nothing behind')
+})
+
+test('malformed HTTP gets the Error body from the socket layer', async (t) => {
+  const testApp = await build(t)
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const send = async (raw: string) => {
+    const socket = connect(port, '127.0.0.1')
+    let answer = ''
+    socket.on('data', (chunk) => { answer += chunk })
+    socket.write(raw)
+    await once(socket, 'close')
+    return answer
+  }
+  const tooLarge = await send(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
+  assert.match(tooLarge, /^HTTP\/1\.1 431 /)
+  assert.match(tooLarge, /\{"code":"header_too_large","message":"[^"]+","status":431\}$/)
+  const garbage = await send('THIS IS NOT HTTP\r\n\r\n')
+  assert.match(garbage, /^HTTP\/1\.1 400 /)
+  assert.match(garbage, /\{"code":"bad_request","message":"[^"]+","status":400\}$/)
+})
+
+test('a client that sends its headers too slowly gets 408 with the Error body', async (t) => {
+  const testApp = await build(t)
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const socket = connect(port, '127.0.0.1')
+  let answer = ''
+  socket.on('data', (chunk) => { answer += chunk })
+  socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n') // and never the blank line
+  const started = Date.now()
+  await once(socket, 'close')
+  const waited = Date.now() - started
+  assert.match(answer, /^HTTP\/1\.1 408 /)
+  assert.match(answer, /\{"code":"request_timeout","message":"[^"]+","status":408\}$/)
+  assert.ok(waited >= 9000 && waited < 15_000, `closed after ${waited} ms`)
+})
