@@ -29,7 +29,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       description: 'Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       tags: ['pets'],
       querystring: ListPetsQuery,
-      response: { 200: PetList, ...errorResponses(400, 401, 503) }
+      response: { 200: PetList, ...errorResponses(400, 401, 429, 503) }
     }
   }, async (request, reply) => {
     const { limit, status, cursor } = request.query
@@ -93,7 +93,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,
-      response: { 200: Pet, ...errorResponses(400, 401, 404, 503) }
+      response: { 200: Pet, ...errorResponses(400, 401, 404, 429, 503) }
     }
   }, async (request) => {
     const { petId } = request.params

@@ -20,8 +20,10 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.equal(getPet.deprecated, true)
   assert.equal(doc.paths['/pets'].get.deprecated, undefined)
 
-  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '413', '415', '503'])
-  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '404', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '429', '503'])
+  assert.equal(doc.paths['/pets'].post.parameters.find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
+  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '404', '429', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
   const newPet = doc.paths['/pets'].post.requestBody.content['application/json'].schema
   assert.deepEqual(newPet.required, ['name', 'categoryId'])
