@@ -18,6 +18,7 @@ import loadShedding from './plugins/load-shedding.js'
 import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
+import { RequestLogAtDebug } from './logger.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
 import { createValidatorCompiler } from './validation/validator-compiler.js'
 
@@ -43,6 +44,7 @@ export interface AppOptions {
 export async function buildApp ({ config, db, logger = false, verifierOptions }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
+    logController: new RequestLogAtDebug(),
     genReqId: () => randomUUID(),
     bodyLimit: LIMITS.bodyBytes,
     requestTimeout: LIMITS.requestTimeoutMs,

@@ -1,4 +1,4 @@
-import type { FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 
 /**
  * The service's pino options. Fastify logs no request headers, but should a serializer ever add
@@ -12,5 +12,20 @@ export function loggerOptions (level: string, stream?: NodeJS.WritableStream): F
       paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization'],
       censor: '[redacted]'
     }
+  }
+}
+
+/**
+ * Logs each request's lines at debug rather than info (failures stay at error): at info, a busy
+ * instance spent about a tenth of its time writing two lines per request.
+ */
+export class RequestLogAtDebug extends LogController {
+  override incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted (error: Error | null | undefined, _request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }

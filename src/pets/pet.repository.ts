@@ -1,4 +1,5 @@
-import { sql } from 'kysely'
+import { CompiledQuery, sql } from 'kysely'
+import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
 import { isPostgres } from '../db/dialect.js'
 import type { Pet, PetStatus } from './pet.schemas.js'
@@ -8,20 +9,57 @@ const PET_COLUMNS = ['id', 'name', 'category_id as categoryId', 'status'] as con
 export interface PetFilter {
   status: PetStatus | undefined
   /** Keyset position: only pets with a greater id. */
-  afterId: bigint | undefined
+  afterId?: bigint | undefined
   limit: number
 }
 
-/** Pets in ascending id order; the (status, id) index keeps this flat as the store grows. */
-export async function findPets (db: Db, { status, afterId, limit }: PetFilter): Promise<Pet[]> {
-  let query = db.selectFrom('pets').select(PET_COLUMNS).orderBy('id').limit(limit)
-  if (status !== undefined) query = query.where('status', '=', status)
-  if (afterId !== undefined) query = query.where('id', '>', afterId)
-  return await query.execute()
+/** A page of pets as JSON text, and where it ends. */
+export interface PetPage {
+  /** The JSON array of the page's pets, in ascending id order. */
+  json: string
+  /** The id of the last pet on the page, when it is full and more pets follow. */
+  nextAfterId: bigint | undefined
 }
 
-export async function findPetById (db: Db, id: bigint): Promise<Pet | undefined> {
-  return await db.selectFrom('pets').select(PET_COLUMNS).where('id', '=', id).executeTakeFirst()
+// On SQLite the store writes the JSON itself: building 20 row objects (with BigInt ids) and
+// serializing them cost more than the query. The SQL is constant, so its statement stays prepared.
+const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
+const SQLITE_PAGE = (filter: string) => `select json_group_array(${PET_JSON}) as json, count(*) as count, max(id) as "lastId" ` +
+  `from (select id, name, category_id, status from pets where ${filter} id > ? order by id limit ?)`
+const SQLITE_PAGE_ALL = SQLITE_PAGE('')
+const SQLITE_PAGE_BY_STATUS = SQLITE_PAGE('status = ? and')
+const SQLITE_MORE_AFTER = (filter: string) => `select 1 as more from pets where ${filter} id > ? limit 1`
+const SQLITE_MORE_ALL = SQLITE_MORE_AFTER('')
+const SQLITE_MORE_BY_STATUS = SQLITE_MORE_AFTER('status = ? and')
+const SQLITE_PET_BY_ID = `select ${PET_JSON} as json from pets where id = ?`
+
+/** Pets in ascending id order, after a keyset position; the (status, id) index keeps this flat as the store grows. */
+export async function findPetPage (db: Db, { status, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
+  if (isPostgres(db)) {
+    let query = db.selectFrom('pets').select(PET_COLUMNS).where('id', '>', afterId).orderBy('id').limit(limit + 1)
+    if (status !== undefined) query = query.where('status', '=', status)
+    const pets = await query.execute()
+    const more = pets.length > limit
+    if (more) pets.length = limit
+    return { json: stringifyExact(pets)!, nextAfterId: more ? pets[limit - 1]!.id : undefined }
+  }
+  const filter = status === undefined ? [] : [status]
+  const { rows: [page] } = await db.executeQuery<{ json: string, count: bigint, lastId: bigint | null }>(
+    CompiledQuery.raw(status === undefined ? SQLITE_PAGE_ALL : SQLITE_PAGE_BY_STATUS, [...filter, afterId, limit]))
+  if (page === undefined || page.lastId === null || page.count < BigInt(limit)) return { json: page?.json ?? '[]', nextAfterId: undefined }
+  const { rows: more } = await db.executeQuery(
+    CompiledQuery.raw(status === undefined ? SQLITE_MORE_ALL : SQLITE_MORE_BY_STATUS, [...filter, page.lastId]))
+  return { json: page.json, nextAfterId: more.length > 0 ? page.lastId : undefined }
+}
+
+/** One pet as JSON text, or undefined when there is none with this id. */
+export async function findPetJsonById (db: Db, id: bigint): Promise<string | undefined> {
+  if (isPostgres(db)) {
+    const pet = await db.selectFrom('pets').select(PET_COLUMNS).where('id', '=', id).executeTakeFirst()
+    return pet === undefined ? undefined : stringifyExact(pet)
+  }
+  const { rows: [row] } = await db.executeQuery<{ json: string }>(CompiledQuery.raw(SQLITE_PET_BY_ID, [id]))
+  return row?.json
 }
 
 export interface PetValues {

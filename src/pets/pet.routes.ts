@@ -6,7 +6,7 @@ import { ApiError, errorResponses } from '../errors.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
 import type { PetCursorCodec } from './pet-cursor.js'
-import { findPetById, findPets, insertPet } from './pet.repository.js'
+import { findPetJsonById, findPetPage, insertPet } from './pet.repository.js'
 import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
 
 export interface PetRoutesOptions {
@@ -37,16 +37,14 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     if (cursor !== undefined && afterId === undefined) {
       throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
     }
-    // One extra row tells whether a next page exists without a second query.
-    const pets = await findPets(db, { status, afterId, limit: limit + 1 })
-    if (pets.length > limit) {
-      pets.length = limit
+    const page = await findPetPage(db, { status, afterId, limit })
+    if (page.nextAfterId !== undefined) {
       const next = new URLSearchParams({ limit: String(limit) })
       if (status !== undefined) next.set('status', status)
-      next.set('cursor', cursorCodec.encode(pets[limit - 1]!.id, status))
+      next.set('cursor', cursorCodec.encode(page.nextAfterId, status))
       reply.header('link', `<${apiUrl(`/pets?${next}`)}>; rel="next"`)
     }
-    return pets
+    return sendJson(reply, page.json)
   })
 
   app.post('/pets', {
@@ -71,12 +69,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       // Stored as text and sent as stored, so a replay is byte for byte the first answer.
       return { status: 201, body: stringifyExact(pet)!, location: apiUrl(`/pets/${pet.id}`) }
     })
-    // The stored answer is JSON text, sent as it is rather than through the typed serializer.
-    const raw = reply as FastifyReply
-    raw.code(result.status).type('application/json; charset=utf-8')
-    if (result.location !== null) raw.header('location', result.location)
-    if (result.replayed) raw.header('idempotent-replayed', 'true')
-    return raw.send(result.body)
+    reply.code(result.status as 201) // only successful creates are stored
+    if (result.location !== null) reply.header('location', result.location)
+    if (result.replayed) reply.header('idempotent-replayed', 'true')
+    return sendJson(reply, result.body)
   })
 
   app.get('/pets/:petId', {
@@ -95,10 +91,15 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       params: PetIdParams,
       response: { 200: Pet, ...errorResponses(400, 401, 404, 429, 503) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { petId } = request.params
-    const pet = await findPetById(db, petId)
+    const pet = await findPetJsonById(db, petId)
     if (pet === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
-    return pet
+    return sendJson(reply, pet)
   })
+}
+
+/** Sends JSON text the store or the idempotency record already holds, as it is, not through the typed serializer. */
+function sendJson (reply: FastifyReply<any>, json: string): FastifyReply<any> {
+  return reply.type('application/json; charset=utf-8').send(json)
 }

@@ -1,0 +1,22 @@
+// The ceiling for one Node process here: checks the same Authorization header and answers the same
+// bytes as the service, with no other work. Started by bench.ts; prints its port.
+import { createServer } from 'node:http'
+
+const { authorization, answers } = JSON.parse(process.env.BARE_ANSWERS)
+const UNAUTHORIZED = '{"code":"unauthorized","message":"The API key is invalid or revoked","status":401}'
+
+const server = createServer((request, response) => {
+  const answer = answers[`${request.method} ${request.url}`]
+  request.resume() // read and drop any body, as a parser would have to
+  request.on('end', () => {
+    if (request.headers.authorization !== authorization) {
+      response.writeHead(401, { 'content-type': 'application/json; charset=utf-8' }).end(UNAUTHORIZED)
+    } else if (answer === undefined) {
+      response.writeHead(404).end()
+    } else {
+      response.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(answer.body)
+    }
+  })
+})
+server.listen(0, '127.0.0.1', () => console.log(`listening ${server.address().port}`))
+process.on('SIGTERM', () => server.close(() => process.exit(0)))
