@@ -145,6 +145,19 @@ async function benchSize (count: number) {
     }
     const rssMb = peakRssMb(service.child.pid!)
     await stop(service.child)
+
+    // createPet again with DURABILITY=strict: an fsync on every commit, shared by group commit.
+    const strict = await startProcess(['node', 'dist/cli/main.js', 'serve'], {
+      DATABASE_URL: store.databaseUrl, PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '0', DURABILITY: 'strict'
+    }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
+    const create = scenarios.find((scenario) => scenario.name === 'createPet')!
+    const strictRuns = { service: [] as Run[], bare: [] as Run[] }
+    runs.set('createPet (strict)', strictRuns)
+    for (let round = 0; round < ROUNDS; round++) {
+      strictRuns.service.push(await load(strict.match[1]!, create, authorization))
+      strictRuns.bare.push(await load(bareUrl, create, authorization))
+    }
+    await stop(strict.child)
     await stop(bare.child)
     return { count, startupMs, rssMb, runs }
   } finally {

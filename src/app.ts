@@ -9,6 +9,7 @@ import { healthRoutes } from './health/health.routes.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createPetCursorCodec } from './pets/pet-cursor.js'
 import { isValidPetName } from './pets/pet-name.js'
+import { PetInsertQueue } from './pets/pet-insert-queue.js'
 import { petRoutes } from './pets/pet.routes.js'
 import auth from './plugins/auth.js'
 import deprecation from './plugins/deprecation.js'
@@ -81,7 +82,9 @@ export async function buildApp ({ config, db, logger = false, verifierOptions }:
     await v1.register(auth, { verifier, rateLimiter })
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
-    await v1.register(petRoutes, { db, cursorCodec, idempotentCreates: new IdempotentCreates(db), apiUrl })
+    await v1.register(petRoutes, {
+      db, cursorCodec, idempotentCreates: new IdempotentCreates(db), insertQueue: new PetInsertQueue(db), apiUrl
+    })
   }, { prefix: '/v1' })
 
   return app

@@ -8,6 +8,10 @@ const ConfigSchema = Type.Object({
     description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...'
   }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
+  DURABILITY: Type.Enum(['default', 'strict'], {
+    default: 'default',
+    description: 'default: commits survive a crash of the process; strict: also a power loss (SQLite synchronous=FULL)'
+  }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),

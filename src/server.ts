@@ -10,7 +10,7 @@ const SHUTDOWN_GRACE_MS = 10_000
 
 /** Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and exits 0. */
 export async function serve (config: Config): Promise<void> {
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE)
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DURABILITY)
   await migrateToLatest(db)
   const firstKey = await createFirstApiKey(db)
 

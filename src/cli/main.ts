@@ -15,7 +15,7 @@ const EXIT_USAGE = 2
 /** Opens the configured store, brings its schema up to date (unless told not to), runs `work` and closes the store. */
 async function withDb<T> (work: (db: Db) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig()
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE)
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DURABILITY)
   try {
     if (migrate) await migrateToLatest(db)
     return await work(db)

@@ -14,21 +14,25 @@ const PG_INT8 = 20
  * Opens the store that `DATABASE_URL` names, with up to `poolSize` PostgreSQL connections (SQLite has
  * one); the caller owns it and must `destroy()` it.
  */
-export function createDb (databaseUrl: string, poolSize = 10): Db {
-  if (databaseUrl.startsWith(SQLITE_PREFIX)) return createSqliteDb(databaseUrl.slice(SQLITE_PREFIX.length))
+export function createDb (databaseUrl: string, poolSize = 10, durability: Durability = 'default'): Db {
+  if (databaseUrl.startsWith(SQLITE_PREFIX)) return createSqliteDb(databaseUrl.slice(SQLITE_PREFIX.length), durability)
   return createPostgresDb(databaseUrl, poolSize)
 }
 
-function createSqliteDb (path: string): Db {
+/** `strict` also keeps commits through a power loss, by an fsync on each commit. */
+export type Durability = 'default' | 'strict'
+
+function createSqliteDb (path: string, durability: Durability): Db {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
   const sqlite = new SqliteDatabase(path)
   // First, so that even switching to WAL waits for another process holding the file. better-sqlite3
   // waits synchronously, stalling every request meanwhile: long enough for another process's short
   // transactions, well under the 1 s lag at which the server sheds load. Past it: 503.
   sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
-  // WAL with synchronous=NORMAL: a commit survives a crash of the process (not of the machine).
+  // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
+  // syncs the WAL on every commit (group commit keeps that affordable).
   sqlite.pragma('journal_mode = WAL')
-  sqlite.pragma('synchronous = NORMAL')
+  sqlite.pragma(durability === 'strict' ? 'synchronous = FULL' : 'synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')
   // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
   sqlite.defaultSafeIntegers(true)

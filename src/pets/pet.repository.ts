@@ -1,6 +1,7 @@
 import { CompiledQuery, sql } from 'kysely'
 import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
+import { compiledOnce } from '../db/compiled-once.js'
 import { isPostgres } from '../db/dialect.js'
 import type { Pet, PetStatus } from './pet.schemas.js'
 
@@ -71,12 +72,16 @@ export interface PetValues {
 // Any constant shared by every instance; names the lock that orders pet inserts.
 const PET_INSERT_LOCK = 7_340_001
 
+const INSERT_PET = compiledOnce((db) => db.insertInto('pets')
+  .values({ name: '', category_id: 0n, status: 'available', created_at: '' })
+  .returning(PET_COLUMNS))
+
 /** Stores a pet and returns it with the id the store assigned; outside a transaction, resolves once it is committed. */
 export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
-  const insert = (trx: Db) => trx.insertInto('pets')
-    .values({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: new Date().toISOString() })
-    .returning(PET_COLUMNS)
-    .executeTakeFirstOrThrow()
+  const insert = async (trx: Db) => {
+    const { rows } = await trx.executeQuery(INSERT_PET(trx, [pet.name, pet.categoryId, pet.status, new Date().toISOString()]))
+    return rows[0]!
+  }
   // SQLite has one writer, so ids commit in order. PostgreSQL hands out sequence values to concurrent
   // transactions that may commit out of order, and a keyset reader could then skip a pet: taking a
   // transaction lock before the id is drawn makes ids commit in increasing order, on every instance.

@@ -6,6 +6,7 @@ import { ApiError, errorResponses } from '../errors.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
 import type { PetCursorCodec } from './pet-cursor.js'
+import type { PetInsertQueue } from './pet-insert-queue.js'
 import { findPetJsonById, findPetPage, insertPet } from './pet.repository.js'
 import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
 
@@ -13,6 +14,7 @@ export interface PetRoutesOptions {
   db: Db
   cursorCodec: PetCursorCodec
   idempotentCreates: IdempotentCreates
+  insertQueue: PetInsertQueue
   /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
   apiUrl: (path: string) => string
 }
@@ -21,7 +23,7 @@ const GET_PET_DEPRECATED_SINCE = new Date('2026-11-22T00:00:00Z')
 const GET_PET_SUNSET = new Date('2030-12-05T00:00:00Z')
 
 /** listPets, createPet and getPet: thin handlers over the pet repository. */
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, idempotentCreates, apiUrl }) => {
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, idempotentCreates, insertQueue, apiUrl }) => {
   app.get('/pets', {
     schema: {
       operationId: 'listPets',
@@ -60,7 +62,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     const { name, categoryId, status = DEFAULT_PET_STATUS } = request.body
     const idempotencyKey = request.headers['idempotency-key']
     if (idempotencyKey === undefined) {
-      const pet = await insertPet(db, { name, categoryId, status })
+      const pet = await insertQueue.insert({ name, categoryId, status })
       reply.code(201).header('location', apiUrl(`/pets/${pet.id}`))
       return pet
     }
