@@ -6,7 +6,6 @@ import { ConfigError, loadConfig } from '../config.js'
 import type { Db } from '../db/database.js'
 import { createDb } from '../db/create-db.js'
 import { migrateToLatest } from '../db/migrate.js'
-import { serve } from '../server.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
 const EXIT_FAILURE = 1
@@ -37,7 +36,11 @@ function buildProgram (): Command {
 
   program.command('serve')
     .description('run the HTTP service (migrates the store first)')
-    .action(async () => { await serve(loadConfig()) })
+    .action(async () => {
+      // Loaded here so that the other commands start without the HTTP stack.
+      const { serve } = await import('../server.js')
+      await serve(loadConfig())
+    })
 
   program.command('migrate')
     .description('bring the store schema to the latest version')

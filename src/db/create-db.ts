@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, type SqliteDialectConfig } from 'kysely'
-import pg from 'pg'
 import type { Database, Db } from './database.js'
 import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
 
@@ -62,6 +61,12 @@ function withStatementCache (sqlite: SqliteDatabase.Database): SqliteDialectConf
 }
 
 function createPostgresDb (connectionString: string, poolSize: number): Db {
+  // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: async () => createPool(connectionString, poolSize) }) })
+}
+
+async function createPool (connectionString: string, poolSize: number) {
+  const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
@@ -75,5 +80,5 @@ function createPostgresDb (connectionString: string, poolSize: number): Db {
   // process: the pool replaces it, and a query it was running fails and is answered 503.
   pool.on('error', () => {})
   pool.on('connect', (client) => { client.on('error', () => {}) })
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  return pool
 }

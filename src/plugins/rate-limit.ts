@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { ApiError } from '../errors.js'
 
 const WINDOW_MS = 60_000
@@ -31,7 +31,7 @@ export async function createRateLimiter (app: FastifyInstance, { perMinute, redi
   if (perMinute === 0) return UNLIMITED
   // Without a queue, commands fail at once while Redis is down, and limiting fails open (skipOnError)
   // rather than taking the API down with it.
-  const redis = redisUrl === undefined ? undefined : new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000 })
+  const redis = redisUrl === undefined ? undefined : await connectRedis(redisUrl)
   redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit store unavailable: requests are not limited'))
   app.addHook('onClose', async () => { redis?.disconnect() })
   if (redis !== undefined) await whenReady(redis, REDIS_READY_TIMEOUT_MS)
@@ -57,6 +57,12 @@ export async function createRateLimiter (app: FastifyInstance, { perMinute, redi
     admitKey: limiter('key:', (request) => String(request.apiKeyId)),
     admitAnonymous: limiter('address:', (request) => request.ip)
   }
+}
+
+// ioredis is loaded only when REDIS_URL is set, to keep it out of every other start.
+async function connectRedis (url: string): Promise<Redis> {
+  const { Redis } = await import('ioredis')
+  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000 })
 }
 
 /** Resolves once Redis is connected, or after the timeout (requests then go unlimited until it is). */
