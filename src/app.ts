@@ -6,6 +6,7 @@ import type { Config } from './config.js'
 import type { Db } from './db/database.js'
 import { findSetting } from './db/settings.repository.js'
 import { healthRoutes } from './health/health.routes.js'
+import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createPetCursorCodec } from './pets/pet-cursor.js'
 import { isValidPetName } from './pets/pet-name.js'
@@ -16,6 +17,7 @@ import deprecation from './plugins/deprecation.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
+import metricsPlugin from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
@@ -39,10 +41,12 @@ export interface AppOptions {
   db: Db
   logger?: FastifyServerOptions['logger']
   verifierOptions?: ApiKeyVerifierOptions
+  /** Request metrics to record, when METRICS_PORT is set. */
+  metrics?: Metrics
 }
 
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
-export async function buildApp ({ config, db, logger = false, verifierOptions }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, db, logger = false, verifierOptions, metrics }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     logController: new RequestLogAtDebug(),
@@ -61,6 +65,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions }:
   app.server.maxConnections = LIMITS.maxConnections
   app.setValidatorCompiler(createValidatorCompiler({ 'pet-name': isValidPetName }))
   await app.register(errorHandler)
+  if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding)
   await app.register(securityHeaders)
   await app.register(jsonBody)

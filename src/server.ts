@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import closeWithGrace from 'close-with-grace'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { buildApp } from './app.js'
@@ -5,30 +6,42 @@ import type { Config } from './config.js'
 import { createDb } from './db/create-db.js'
 import { migrateToLatest } from './db/migrate.js'
 import { loggerOptions } from './logger.js'
+import { createMetrics, createMetricsServer } from './metrics/metrics.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
 /** Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and exits 0. */
 export async function serve (config: Config): Promise<void> {
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DURABILITY)
+  const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
+  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DURABILITY, metrics && ((event) => {
+    metrics.storeQueryDuration.observe({ outcome: event.level }, event.queryDurationMillis / 1000)
+  }))
   await migrateToLatest(db)
   const firstKey = await createFirstApiKey(db)
 
   const app = await buildApp({
     config,
     db,
-    logger: loggerOptions(config.LOG_LEVEL)
+    logger: loggerOptions(config.LOG_LEVEL),
+    metrics
   })
+  const metricsServer = metrics === undefined ? undefined : createMetricsServer(metrics)
 
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
     else app.log.info({ signal }, 'shutting down')
+    metricsServer?.close()
     await app.close()
     await db.destroy()
   })
 
   if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
   await app.listen({ port: config.PORT, host: config.HOST })
+  if (metricsServer !== undefined) {
+    metricsServer.listen(config.METRICS_PORT, config.HOST)
+    await once(metricsServer, 'listening')
+    app.log.info({ address: metricsServer.address() }, 'metrics served at /metrics')
+  }
 }
 
 // Shown once, on the first start of an empty store, as Elasticsearch shows its first password.

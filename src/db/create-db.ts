@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
-import { Kysely, PostgresDialect, type SqliteDialectConfig } from 'kysely'
+import { Kysely, PostgresDialect, type Dialect, type LogConfig, type SqliteDialectConfig } from 'kysely'
 import type { Database, Db } from './database.js'
 import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
 
@@ -11,17 +11,18 @@ const PG_INT8 = 20
 
 /**
  * Opens the store that `DATABASE_URL` names, with up to `poolSize` PostgreSQL connections (SQLite has
- * one); the caller owns it and must `destroy()` it.
+ * one) and an optional query `log` (for metrics); the caller owns it and must `destroy()` it.
  */
-export function createDb (databaseUrl: string, poolSize = 10, durability: Durability = 'default'): Db {
-  if (databaseUrl.startsWith(SQLITE_PREFIX)) return createSqliteDb(databaseUrl.slice(SQLITE_PREFIX.length), durability)
-  return createPostgresDb(databaseUrl, poolSize)
+export function createDb (databaseUrl: string, poolSize = 10, durability: Durability = 'default', log?: LogConfig): Db {
+  const sqlite = databaseUrl.startsWith(SQLITE_PREFIX)
+  const dialect = sqlite ? createSqliteDialect(databaseUrl.slice(SQLITE_PREFIX.length), durability) : createPostgresDialect(databaseUrl, poolSize)
+  return new Kysely<Database>({ dialect, ...(log !== undefined && { log }) })
 }
 
 /** `strict` also keeps commits through a power loss, by an fsync on each commit. */
 export type Durability = 'default' | 'strict'
 
-function createSqliteDb (path: string, durability: Durability): Db {
+function createSqliteDialect (path: string, durability: Durability): Dialect {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
   const sqlite = new SqliteDatabase(path)
   // First, so that even switching to WAL waits for another process holding the file. better-sqlite3
@@ -35,7 +36,7 @@ function createSqliteDb (path: string, durability: Durability): Db {
   sqlite.pragma('foreign_keys = ON')
   // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
   sqlite.defaultSafeIntegers(true)
-  return new Kysely<Database>({ dialect: new MultiProcessSqliteDialect({ database: withStatementCache(sqlite) }) })
+  return new MultiProcessSqliteDialect({ database: withStatementCache(sqlite) })
 }
 
 const STATEMENT_CACHE_SIZE = 200
@@ -60,9 +61,9 @@ function withStatementCache (sqlite: SqliteDatabase.Database): SqliteDialectConf
   }
 }
 
-function createPostgresDb (connectionString: string, poolSize: number): Db {
+function createPostgresDialect (connectionString: string, poolSize: number): Dialect {
   // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: async () => createPool(connectionString, poolSize) }) })
+  return new PostgresDialect({ pool: async () => createPool(connectionString, poolSize) })
 }
 
 async function createPool (connectionString: string, poolSize: number) {

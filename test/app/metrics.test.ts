@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { test } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
+import { createKey, createTestDb, defer } from '../helper.js'
+import { startServer } from '../process.js'
+
+test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
+  const metrics = createMetrics()
+  const { db, databaseUrl } = await createTestDb(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), db, metrics })
+  defer(t, () => app.close())
+  const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+  await app.inject({ url: '/v1/pets', headers })
+  await app.inject({ url: '/v1/pets', headers })
+  await app.inject({ url: '/v1/pets/7', headers })
+  await app.inject({ url: '/v1/pets' })
+
+  const server = createMetricsServer(metrics).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const response = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/metrics`)
+  assert.equal(response.status, 200)
+  assert.match(String(response.headers.get('content-type')), /^text\/plain/)
+  const text = await response.text()
+  assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 2/)
+  assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="404"\} 1/)
+  assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="401"\} 1/)
+  assert.match(text, /http_request_duration_seconds_bucket\{le="0\.1",method="GET",route="\/v1\/pets",status="200"\} 2/)
+  assert.match(text, /process_cpu_user_seconds_total \d/)
+})
+
+test('petstore serve with METRICS_PORT serves /metrics on that port, with store timings', async (t) => {
+  const { databaseUrl } = await createTestDb(t)
+  const server = await startServer(t, { DATABASE_URL: databaseUrl, METRICS_PORT: '0' })
+  const metricsAddress = /"address":\{"address":"127\.0\.0\.1","family":"IPv4","port":(\d+)\}/
+  const deadline = Date.now() + 5000
+  while (!metricsAddress.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  const address = metricsAddress.exec(server.output())
+  assert.ok(address, server.output())
+  await fetch(`${server.url}/healthz`)
+  const text = await (await fetch(`http://127.0.0.1:${address[1]}/metrics`)).text()
+  assert.match(text, /petstore_store_query_duration_seconds_count\{outcome="query"\} [1-9]/)
+  assert.match(text, /http_requests_total\{method="GET",route="\/healthz",status="200"\} 1/)
+  assert.equal(await server.stop(), 0)
+})
