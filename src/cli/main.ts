@@ -28,14 +28,26 @@ function parseKeyId (text: string): bigint {
   return BigInt(text)
 }
 
+function examples (...lines: string[]): string {
+  return `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`
+}
+
 function buildProgram (): Command {
   const program = new Command('petstore')
     .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
     .showHelpAfterError()
     .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
+    .addHelpText('after', examples(
+      'npx petstore serve                              # the API on :8080, SQLite in ./data',
+      'DATABASE_URL=postgres://localhost/pets npx petstore migrate',
+      'npx petstore keys create --name "billing service"',
+      'npx petstore keys list --json',
+      'npx petstore keys revoke 3'
+    ) + '\nExit codes: 0 done, 1 the command failed, 2 bad configuration or usage.')
 
   program.command('serve')
     .description('run the HTTP service (migrates the store first)')
+    .addHelpText('after', examples('npx petstore serve', 'PORT=9000 LOG_LEVEL=debug npx petstore serve'))
     .action(async () => {
       // Loaded here so that the other commands start without the HTTP stack.
       const { serve } = await import('../server.js')
@@ -44,16 +56,19 @@ function buildProgram (): Command {
 
   program.command('migrate')
     .description('bring the store schema to the latest version')
+    .addHelpText('after', examples('npx petstore migrate'))
     .action(async () => {
       const applied = await withDb(migrateToLatest, { migrate: false })
       console.log(applied.length === 0 ? 'The store is up to date.' : `Applied: ${applied.join(', ')}`)
     })
 
   const keys = program.command('keys').description('manage API keys')
+    .addHelpText('after', examples('npx petstore keys create --name ci', 'npx petstore keys list', 'npx petstore keys revoke 2'))
 
   keys.command('create')
     .description('create an API key and print it once, alone on the last line')
     .requiredOption('--name <name>', 'what the key is for, e.g. "billing service"')
+    .addHelpText('after', examples('KEY=$(npx petstore keys create --name ci | tail -n 1)'))
     .action(async ({ name }: { name: string }) => {
       const { key, hash, hint } = generateApiKey()
       const id = await withDb((db) => insertApiKey(db, { name, hash, hint }))
@@ -64,6 +79,7 @@ function buildProgram (): Command {
   keys.command('list')
     .description('list API keys (never the keys themselves)')
     .option('--json', 'print a JSON array')
+    .addHelpText('after', examples('npx petstore keys list', "npx petstore keys list --json | jq '.[] | select(.revoked | not)'"))
     .action(async ({ json }: { json?: boolean }) => {
       const rows = await withDb(findApiKeys)
       const listed = rows.map((row) => ({
@@ -83,6 +99,7 @@ function buildProgram (): Command {
   keys.command('revoke')
     .description('revoke an API key: running servers refuse it within 5 seconds')
     .argument('<id>', 'the key id, from `keys list`', parseKeyId)
+    .addHelpText('after', examples('npx petstore keys revoke 2'))
     .action(async (id: bigint) => {
       if (!await withDb((db) => revokeApiKey(db, id))) {
         console.error(`petstore: no API key with id ${id}`)

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { runCli } from '../process.js'
+
+test('petstore --help lists every command, with examples and exit codes', async () => {
+  const { code, stdout } = await runCli(['--help'], {})
+  assert.equal(code, 0)
+  for (const command of ['serve', 'migrate', 'keys']) assert.match(stdout, new RegExp(`^  ${command} `, 'm'))
+  assert.match(stdout, /Examples:\n {2}\$ npx petstore serve/)
+  assert.match(stdout, /Exit codes: 0 done, 1 the command failed, 2 bad configuration or usage\./)
+})
+
+test('each command has --help with its options and an example', async () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['serve', '--help'], /Usage: petstore serve/],
+    [['migrate', '--help'], /Usage: petstore migrate/],
+    [['keys', '--help'], /create \[options\][\s\S]*list \[options\][\s\S]*revoke <id>/],
+    [['keys', 'create', '--help'], /--name <name>/],
+    [['keys', 'list', '--help'], /--json/],
+    [['keys', 'revoke', '--help'], /<id>/]
+  ]
+  for (const [args, expected] of cases) {
+    const { code, stdout } = await runCli(args, {})
+    assert.equal(code, 0, args.join(' '))
+    assert.match(stdout, expected, args.join(' '))
+    assert.match(stdout, /Examples:\n {2}\$ /, args.join(' '))
+  }
+})
+
+test('an unknown command is a usage error: exit 2 with help', async () => {
+  const { code, stderr } = await runCli(['feed-the-cat'], {})
+  assert.equal(code, 2)
+  assert.match(stderr, /unknown command/)
+})
