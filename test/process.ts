@@ -68,3 +68,18 @@ export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, comma
     }
   }
 }
+
+export interface ListedPet { id: number, name: string, categoryId: number, status: string }
+
+/** Every pet the server lists, following `Link: rel="next"` page after page. */
+export async function listAllPets (baseUrl: string, headers: Record<string, string>, limit = 100): Promise<ListedPet[]> {
+  const pets: ListedPet[] = []
+  let path: string | undefined = `/v1/pets?limit=${limit}`
+  while (path !== undefined) {
+    const response: Response = await fetch(baseUrl + path, { headers })
+    if (response.status !== 200) throw new Error(`listPets answered ${response.status}`)
+    pets.push(...await response.json() as ListedPet[])
+    path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1]
+  }
+  return pets
+}

@@ -19,9 +19,9 @@ export async function findApiKeys (db: Db): Promise<ApiKeySummary[]> {
     .execute()
 }
 
-export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiKeyRow, 'id' | 'key_hash' | 'revoked_at'> | undefined> {
+export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiKeyRow, 'id' | 'revoked_at'> | undefined> {
   return await db.selectFrom('api_keys')
-    .select(['id', 'key_hash', 'revoked_at'])
+    .select(['id', 'revoked_at'])
     .where('key_hash', '=', hash)
     .executeTakeFirst()
 }

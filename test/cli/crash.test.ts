@@ -1,24 +1,16 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { forEachStore } from '../helper.js'
-import { startServer, type ServerProcess } from '../process.js'
+import { listAllPets, startServer, type ListedPet, type ServerProcess } from '../process.js'
 import { seededRandom, testSeed } from '../seeded-random.js'
 
 const ROUNDS = 3
 const WRITERS = 8
 
-interface Pet { id: number, name: string, categoryId: number, status: string }
+type Pet = ListedPet
 
 async function listAll (server: ServerProcess, headers: Record<string, string>): Promise<Map<number, Pet>> {
-  const pets = new Map<number, Pet>()
-  let path: string | undefined = '/v1/pets?limit=100'
-  while (path !== undefined) {
-    const response: Response = await fetch(server.url + path, { headers })
-    assert.equal(response.status, 200)
-    for (const pet of await response.json() as Pet[]) pets.set(pet.id, pet)
-    path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1]
-  }
-  return pets
+  return new Map((await listAllPets(server.url, headers)).map((pet) => [pet.id, pet]))
 }
 
 forEachStore((store) => {

@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { forEachStore } from '../helper.js'
-import { runCli, startServer, type ServerProcess } from '../process.js'
+import { listAllPets, runCli, startServer, type ServerProcess } from '../process.js'
 
 const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
 
 async function listAll (server: ServerProcess, headers: Record<string, string>, limit: number): Promise<number[]> {
-  const ids = []
-  let path: string | undefined = `/v1/pets?limit=${limit}`
-  while (path !== undefined) {
-    const response: Response = await fetch(server.url + path, { headers })
-    assert.equal(response.status, 200)
-    ids.push(...(await response.json() as Array<{ id: number }>).map((pet) => pet.id))
-    path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1]
-  }
-  return ids
+  return (await listAllPets(server.url, headers, limit)).map((pet) => pet.id)
 }
 
 forEachStore((store) => {
