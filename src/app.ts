@@ -5,6 +5,7 @@ import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.v
 import type { Config } from './config.js'
 import type { Db } from './db/database.js'
 import { findSetting } from './db/settings.repository.js'
+import apiDocs from './plugins/api-docs.js'
 import { healthRoutes } from './health/health.routes.js'
 import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
@@ -70,6 +71,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
   await app.register(securityHeaders)
   await app.register(jsonBody)
   await app.register(openapi, { config })
+  await app.register(apiDocs)
   await app.register(deprecation)
   await app.register(healthRoutes, { db })
 

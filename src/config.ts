@@ -1,6 +1,11 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
 
+/** A service root: scheme, host and optional path prefix, without /v1, query or fragment. */
+function BaseUrl (description: string) {
+  return Type.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$', description })
+}
+
 const ConfigSchema = Type.Object({
   DATABASE_URL: Type.String({
     default: 'sqlite:./data/petstore.db',
@@ -25,11 +30,8 @@ const ConfigSchema = Type.Object({
     pattern: '^rediss?://.+$',
     description: 'shares rate-limit counters between instances'
   })),
-  PUBLIC_BASE_URL: Type.Optional(Type.String({
-    // The service root (scheme, host, optional path prefix) without /v1, query or fragment.
-    pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$',
-    description: 'the public root URL of the service, without /v1'
-  }))
+  PUBLIC_BASE_URL: Type.Optional(BaseUrl('the public root URL of the service, without /v1; the first server in the OpenAPI document')),
+  STAGING_BASE_URL: Type.Optional(BaseUrl('the root URL of the staging deployment, without /v1; listed as the second server'))
 })
 
 /** The service's settings, read once from the environment and never changed after. */
@@ -57,11 +59,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${name} ${error?.message ?? 'is invalid'} (got ${JSON.stringify(raw[name])})`)
   }
   const config = raw as unknown as Static<typeof ConfigSchema>
-  if (config.PUBLIC_BASE_URL !== undefined) {
-    config.PUBLIC_BASE_URL = config.PUBLIC_BASE_URL.replace(/\/+$/, '')
-    if (config.PUBLIC_BASE_URL.endsWith('/v1')) {
-      throw new ConfigError('Invalid configuration: PUBLIC_BASE_URL must be the service root, without /v1')
-    }
+  for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
+    const url = config[name]?.replace(/\/+$/, '')
+    if (url === undefined) continue
+    if (url.endsWith('/v1')) throw new ConfigError(`Invalid configuration: ${name} must be the service root, without /v1`)
+    config[name] = url
   }
   return Object.freeze(config)
 }

@@ -1,26 +1,30 @@
 import { Type, type Static } from 'typebox'
 
-/** Every value `Error.code` can take; documented in the README and the OpenAPI document. */
-export const ERROR_CODES = [
-  'bad_request',
-  'validation_failed',
-  'invalid_json',
-  'unauthorized',
-  'not_found',
-  'method_not_allowed',
-  'request_timeout',
-  'payload_too_large',
-  'uri_too_long',
-  'unsupported_media_type',
-  'header_too_large',
-  'idempotency_key_in_use',
-  'idempotency_key_reused',
-  'rate_limited',
-  'internal_error',
-  'service_unavailable'
-] as const
+/**
+ * Every value `Error.code` can take, with the HTTP status it comes with and when; the OpenAPI document
+ * and the README's error table are written from it.
+ */
+export const ERROR_CATALOG = {
+  bad_request: { status: 400, meaning: 'The request line or headers cannot be read (a malformed URL, say)' },
+  validation_failed: { status: 400, meaning: 'A parameter or a body field is missing, unknown or out of range; the message names it' },
+  invalid_json: { status: 400, meaning: 'The body is not well-formed JSON' },
+  unauthorized: { status: 401, meaning: 'No API key, or one that is unknown or revoked' },
+  not_found: { status: 404, meaning: 'No such resource or path' },
+  method_not_allowed: { status: 405, meaning: 'The path exists but not with this method; `Allow` lists the methods' },
+  request_timeout: { status: 408, meaning: 'The request took longer than 30 s to arrive' },
+  idempotency_key_in_use: { status: 409, meaning: 'A request with the same `Idempotency-Key` is still being processed' },
+  payload_too_large: { status: 413, meaning: 'The body is larger than 16 KiB' },
+  uri_too_long: { status: 414, meaning: 'The URL is too long' },
+  unsupported_media_type: { status: 415, meaning: 'The body is not `application/json` in UTF-8' },
+  idempotency_key_reused: { status: 422, meaning: 'The `Idempotency-Key` was used before with a different body' },
+  rate_limited: { status: 429, meaning: 'Too many requests; retry after `Retry-After` seconds' },
+  header_too_large: { status: 431, meaning: 'The request headers are too large' },
+  internal_error: { status: 500, meaning: 'A fault in the service; it is logged with the request id' },
+  service_unavailable: { status: 503, meaning: 'The store is unreachable or the service is overloaded; retry after `Retry-After` seconds' }
+} as const satisfies Record<string, { status: number, meaning: string }>
 
-export type ErrorCode = typeof ERROR_CODES[number]
+export type ErrorCode = keyof typeof ERROR_CATALOG
+export const ERROR_CODES = Object.keys(ERROR_CATALOG) as ErrorCode[]
 
 /** The body of every error response: `status` always equals the HTTP status. */
 export const ErrorBody = Type.Object({
@@ -57,23 +61,33 @@ export class ApiError extends Error {
   }
 }
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'The request is malformed or holds invalid values',
-  401: 'Missing or invalid API key',
-  404: 'Not found',
-  405: 'Method not allowed',
-  409: 'A request with the same Idempotency-Key is still being processed',
-  413: 'Request body larger than 16 KiB',
-  415: 'Request body is not application/json',
-  422: 'The Idempotency-Key was used with a different request body',
-  429: 'Rate limit exceeded; retry after Retry-After seconds',
-  503: 'The store is unavailable; retry later'
+/** An error response as the OpenAPI document shows it: when it happens, and an example body. */
+export interface ErrorResponse {
+  status: number
+  description: string
+  code: ErrorCode
+  example: string
 }
 
-/** OpenAPI response entries with the Error body, for the given statuses. */
-export function errorResponses (...statuses: number[]) {
-  return Object.fromEntries(statuses.map((status) => [
-    status,
-    { ...ErrorBody, description: ERROR_DESCRIPTIONS[status] ?? 'Error' }
-  ])) as Record<number, typeof ErrorBody>
+/** The usual meaning of each error status; a route passes an ErrorResponse where its own differs. */
+const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
+  400: { description: 'The request is malformed or holds invalid values', code: 'validation_failed', example: 'body.categoryId must be an integer from 1 to 9223372036854775807' },
+  401: { description: 'Missing or invalid API key', code: 'unauthorized', example: 'The API key is invalid or revoked' },
+  404: { description: 'Not found', code: 'not_found', example: 'No pet with id 42' },
+  409: { description: ERROR_CATALOG.idempotency_key_in_use.meaning, code: 'idempotency_key_in_use', example: 'A request with this Idempotency-Key is still being processed; retry later' },
+  413: { description: ERROR_CATALOG.payload_too_large.meaning, code: 'payload_too_large', example: 'Request body is too large' },
+  415: { description: ERROR_CATALOG.unsupported_media_type.meaning, code: 'unsupported_media_type', example: 'Request body must be application/json in UTF-8' },
+  422: { description: ERROR_CATALOG.idempotency_key_reused.meaning, code: 'idempotency_key_reused', example: 'This Idempotency-Key was used with a different request body' },
+  429: { description: ERROR_CATALOG.rate_limited.meaning, code: 'rate_limited', example: 'Rate limit of 600 requests per minute exceeded; retry in 30 s' },
+  503: { description: ERROR_CATALOG.service_unavailable.meaning, code: 'service_unavailable', example: 'The store is unavailable; retry later' }
+}
+
+/** OpenAPI response entries with the Error body and an example of it, for the given statuses. */
+export function errorResponses (...responses: Array<number | ErrorResponse>) {
+  return Object.fromEntries(responses.map((response) => {
+    const { status, description, code, example } = typeof response === 'number' ?
+        { status: response, ...ERROR_RESPONSES[response]! } :
+      response
+    return [status, { ...ErrorBody, description, examples: [{ code, message: example, status }] }]
+  })) as Record<number, typeof ErrorBody>
 }

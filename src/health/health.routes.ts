@@ -8,9 +8,8 @@ import { ApiError, errorResponses } from '../errors.js'
 export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
   app.get('/healthz', {
     schema: {
-      operationId: 'health',
-      summary: 'Whether the service and its store answer',
-      tags: ['operations'],
+      // Outside /v1, for load balancers and orchestrators: not part of the API's document.
+      hide: true,
       security: [],
       response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses(503) }
     }

@@ -14,6 +14,8 @@ const CategoryId = Int64({
   examples: [3]
 })
 
+const REX = { id: 42, name: 'Rex', categoryId: 3, status: 'available' }
+
 export const NewPet = Type.Object({
   name: Type.String({
     format: 'pet-name',
@@ -25,7 +27,11 @@ export const NewPet = Type.Object({
     description: 'Availability of the animal; `available` when omitted',
     default: DEFAULT_PET_STATUS
   }))
-}, { additionalProperties: false, description: 'Request body for creating an animal' })
+}, {
+  additionalProperties: false,
+  description: 'Request body for creating an animal',
+  examples: [{ name: 'Rex', categoryId: 3 }, { name: 'Tom', categoryId: 2, status: 'pending' }]
+})
 export type NewPet = Static<typeof NewPet>
 
 export const Pet = Type.Object({
@@ -33,10 +39,10 @@ export const Pet = Type.Object({
   name: Type.String({ description: "The animal's name", examples: ['Rex'] }),
   categoryId: CategoryId,
   status: PetStatus
-}, { additionalProperties: false })
+}, { additionalProperties: false, examples: [REX] })
 export type Pet = Static<typeof Pet>
 
-export const PetList = Type.Array(Pet)
+export const PetList = Type.Array(Pet, { examples: [[REX, { id: 43, name: 'Tom', categoryId: 2, status: 'pending' }]] })
 
 export const ListPetsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals to return' }),
@@ -49,7 +55,7 @@ export const ListPetsQuery = Type.Object({
 export type ListPetsQuery = Static<typeof ListPetsQuery>
 
 export const PetIdParams = Type.Object({
-  petId: Int64({ minimum: 1, description: 'Id of the animal to retrieve' })
+  petId: Int64({ minimum: 1, description: 'Id of the animal to retrieve', examples: [42] })
 })
 
 export const CreatePetHeaders = Type.Object({

@@ -1,7 +1,26 @@
 import swagger from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { ERROR_CODES, ErrorBody } from '../errors.js'
+import { ERROR_CATALOG, ErrorBody } from '../errors.js'
+
+const API_PREFIX = '/v1'
+
+const DESCRIPTION = `A store of animals for sale, as JSON over HTTP.
+
+Every request needs \`Authorization: Bearer <API_KEY>\` (make a key with \`petstore keys create\`).
+Every error has the \`Error\` body \`{code, message, status}\`, where \`status\` equals the HTTP status:
+
+| code | status | when |
+|---|---|---|
+${Object.entries(ERROR_CATALOG).map(([code, { status, meaning }]) => `| \`${code}\` | ${status} | ${meaning} |`).join('\n')}
+`
+
+/** The OpenAPI servers: production (or this host when PUBLIC_BASE_URL is unset) and staging, each ending in /v1. */
+function servers (config: Config) {
+  const list = [{ url: `${config.PUBLIC_BASE_URL ?? ''}${API_PREFIX}`, description: config.PUBLIC_BASE_URL === undefined ? 'This server' : 'Production' }]
+  if (config.STAGING_BASE_URL !== undefined) list.push({ url: `${config.STAGING_BASE_URL}${API_PREFIX}`, description: 'Staging' })
+  return list
+}
 
 /**
  * Collects every route's schema into the OpenAPI 3.1 document served at /v1/openapi.json. Routes
@@ -11,20 +30,19 @@ export default fp<{ config: Config }>(async (app, { config }) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: {
-        title: 'Pet Store',
-        version: '1.0.0',
-        description: 'A store of animals for sale. Every error has the Error body; its `code` is one of: ' +
-          ERROR_CODES.map((code) => `\`${code}\``).join(', ') + '.'
-      },
-      servers: [{ url: `${config.PUBLIC_BASE_URL ?? ''}/v1` }],
+      info: { title: 'Pet Store', version: '1.0.0', description: DESCRIPTION },
+      servers: servers(config),
+      tags: [{ name: 'pets', description: 'Animals for sale' }],
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`' } },
         schemas: { Error: ErrorBody }
       },
       security: [{ bearerAuth: [] }]
-    }
+    },
+    // Paths are relative to the servers, which end in /v1 whatever prefix PUBLIC_BASE_URL has.
+    stripBasePath: false,
+    transform: ({ schema, url }) => ({ schema, url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url })
   })
 
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger())
 }, { name: 'openapi' })

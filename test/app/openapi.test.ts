@@ -4,12 +4,16 @@ import { ERROR_CODES } from '../../src/errors.js'
 import { build } from '../helper.js'
 
 test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async (t) => {
-  const testApp = await build(t, { env: { PUBLIC_BASE_URL: 'https://pets.example.com' } })
+  const testApp = await build(t, { env: { PUBLIC_BASE_URL: 'https://pets.example.com/api/', STAGING_BASE_URL: 'https://staging.pets.example.com' } })
   const response = await testApp.app.inject({ url: '/v1/openapi.json' })
   assert.equal(response.statusCode, 200)
   const doc = response.json()
   assert.equal(doc.openapi, '3.1.0')
-  assert.deepEqual(doc.servers, [{ url: 'https://pets.example.com/v1' }])
+  assert.deepEqual(doc.servers, [
+    { url: 'https://pets.example.com/api/v1', description: 'Production' },
+    { url: 'https://staging.pets.example.com/v1', description: 'Staging' }
+  ])
+  assert.deepEqual(Object.keys(doc.paths).sort(), ['/pets', '/pets/{petId}'], 'paths are relative to the servers')
   assert.deepEqual(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', description: doc.components.securitySchemes.bearerAuth.description })
   assert.deepEqual(doc.security, [{ bearerAuth: [] }])
 
@@ -29,4 +33,39 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.deepEqual(newPet.required, ['name', 'categoryId'])
   assert.equal(newPet.properties.categoryId.format, 'int64')
   assert.equal(newPet.additionalProperties, false)
+})
+
+test('the document has an example for every request body and every response, and the error table', async (t) => {
+  const testApp = await build(t)
+  const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
+  assert.deepEqual(doc.servers, [{ url: '/v1', description: 'This server' }])
+  let responses = 0
+  for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+    for (const [method, operation] of Object.entries<any>(item)) {
+      const media = operation.requestBody?.content['application/json']
+      if (media !== undefined) assert.ok(media.example ?? media.examples, `${method} ${path} request example`)
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        const json = response.content['application/json']
+        assert.ok(json.example ?? json.examples, `${method} ${path} ${status} example`)
+        if (Number(status) >= 400) assert.equal(json.example.status, Number(status))
+        responses++
+      }
+    }
+  }
+  assert.ok(responses >= 20)
+  for (const code of ERROR_CODES) assert.match(doc.info.description, new RegExp(`\\| \`${code}\` \\| \\d{3} \\|`))
+})
+
+test('GET /docs serves the API reference page, with its own content security policy', async (t) => {
+  const testApp = await build(t)
+  const page = await testApp.app.inject({ url: '/docs' })
+  assert.equal(page.statusCode, 200)
+  assert.match(page.headers['content-type'] as string, /^text\/html/)
+  assert.match(page.headers['content-security-policy'] as string, /script-src 'self'(;|$)/)
+  assert.match(page.body, /swagger-ui-bundle\.js/)
+  const script = await testApp.app.inject({ url: '/docs/static/swagger-ui-bundle.js' })
+  assert.equal(script.statusCode, 200)
+  assert.ok(script.body.length > 100_000, 'the renderer ships in the package')
+  const api = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+  assert.equal(api.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", 'the API keeps the strict policy')
 })

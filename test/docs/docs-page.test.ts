@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync } from 'node:fs'
+import { test } from 'node:test'
+import { chromium } from 'playwright-core'
+import { build, defer } from '../helper.js'
+
+// Debian's Chromium: playwright cannot download browsers here. `.ci/run` installs it and sets
+// BROWSER_TEST_REQUIRED, so in CI a missing browser fails instead of skipping.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const noBrowser = !existsSync(CHROMIUM) && process.env.BROWSER_TEST_REQUIRED === undefined
+const SCREENSHOT = 'test-results/docs.png'
+
+test('a real browser renders /docs: the operations, getPet deprecated, offline', {
+  skip: noBrowser ? `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false,
+  timeout: 60_000
+}, async (t) => {
+  const { app } = await build(t)
+  const origin = await app.listen({ port: 0, host: '127.0.0.1' })
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run']
+  })
+  defer(t, () => browser.close())
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } })
+  const problems: string[] = []
+  const foreignRequests: string[] = []
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
+  page.on('request', (request) => {
+    const url = request.url()
+    if (!url.startsWith(origin) && !url.startsWith('data:')) foreignRequests.push(url)
+  })
+
+  const response = await page.goto(`${origin}/docs`)
+  assert.equal(response?.status(), 200)
+  await page.locator('.opblock').first().waitFor({ timeout: 20_000 })
+
+  for (const operation of ['listPets', 'createPet', 'getPet']) {
+    assert.equal(await page.locator(`[id^="operations-pets-${operation}"]`).count(), 1, `${operation} is listed`)
+  }
+  const getPet = page.locator('[id^="operations-pets-getPet"]')
+  assert.match(await getPet.getAttribute('class') ?? '', /opblock-deprecated/)
+  assert.match(await getPet.innerText(), /removed on 5 December 2030/)
+  assert.equal(await page.locator('.opblock-deprecated').count(), 1, 'only getPet is deprecated')
+  assert.equal(await page.locator('.btn.authorize').count(), 1, 'the bearer scheme offers Authorize')
+
+  mkdirSync('test-results', { recursive: true })
+  await page.screenshot({ path: SCREENSHOT, fullPage: true })
+  assert.deepEqual(problems, [])
+  assert.deepEqual(foreignRequests, [], 'everything the page loads comes from the service')
+})
