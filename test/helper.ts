@@ -3,12 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext } from 'node:test'
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { insertApiKey } from '../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../src/api-keys/api-key.service.js'
 import type { ApiKeyVerifierOptions } from '../src/api-keys/api-key.verifier.js'
 import { buildApp } from '../src/app.js'
+import { createClient, type NewPet, type Pet, type PetStoreClient } from '../src/client/index.js'
 import { loadConfig, type Config } from '../src/config.js'
 import type { Db } from '../src/db/database.js'
 import { createDb } from '../src/db/create-db.js'
@@ -110,11 +112,18 @@ export async function build (t: TestContext, { store, env, verifierOptions }: Bu
   return { app, db, config, auth: { authorization: `Bearer ${key}` } }
 }
 
-/** Creates a pet over HTTP and returns the parsed body, failing the test unless it is a 201. */
-export async function createPet (testApp: TestApp, body: Record<string, unknown>): Promise<{ id: number, name: string, categoryId: number, status: string }> {
-  const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: body })
-  if (response.statusCode !== 201) throw new Error(`createPet answered ${response.statusCode}: ${response.body}`)
-  return response.json()
+/** The typed client (`petstore/client`) on the test's app, listening on a free loopback port. */
+export async function clientFor (testApp: TestApp): Promise<PetStoreClient> {
+  const origin = testApp.app.server.listening ? `http://127.0.0.1:${(testApp.app.server.address() as AddressInfo).port}` : await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  return createClient({ baseUrl: `${origin}/v1`, apiKey: testApp.auth.authorization.slice('Bearer '.length) })
+}
+
+/** Creates a pet through the typed client and returns it, failing the test unless it is a 201. */
+export async function createPet (testApp: TestApp, body: NewPet): Promise<Pet> {
+  const client = await clientFor(testApp)
+  const { data, response } = await client.POST('/pets', { body })
+  if (response.status !== 201 || data === undefined) throw new Error(`createPet answered ${response.status}`)
+  return data
 }
 
 /** Asserts the Error body shape: code, message and a status equal to the HTTP status. */

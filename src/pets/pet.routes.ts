@@ -8,7 +8,7 @@ import { deprecationHeaders } from '../plugins/deprecation.js'
 import type { PetCursorCodec } from './pet-cursor.js'
 import type { PetInsertQueue } from './pet-insert-queue.js'
 import { findPetJsonById, findPetPage, insertPet } from './pet.repository.js'
-import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
+import { CreatePetHeaders, DEFAULT_PAGE_LIMIT, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
 
 export interface PetRoutesOptions {
   db: Db
@@ -31,10 +31,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       description: 'Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       tags: ['pets'],
       querystring: ListPetsQuery,
-      response: { 200: PetList, ...errorResponses(400, 401, 429, 503) }
+      response: { 200: { ...PetList, description: 'A page of animals' }, ...errorResponses(400, 401, 429, 503) }
     }
   }, async (request, reply) => {
-    const { limit, status, cursor } = request.query
+    const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
     const afterId = cursor === undefined ? undefined : cursorCodec.decode(cursor, status)
     if (cursor !== undefined && afterId === undefined) {
       throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
@@ -56,7 +56,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       tags: ['pets'],
       headers: CreatePetHeaders,
       body: NewPet,
-      response: { 201: Pet, ...errorResponses(400, 401, 409, 413, 415, 422, 429, 503) }
+      response: { 201: { ...Pet, description: 'The animal as stored; `Location` gives its URL' }, ...errorResponses(400, 401, 409, 413, 415, 422, 429, 503) }
     }
   }, async (request, reply) => {
     const { name, categoryId, status = DEFAULT_PET_STATUS } = request.body
@@ -91,7 +91,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,
-      response: { 200: Pet, ...errorResponses(400, 401, 404, 429, 503) }
+      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(400, 401, 404, 429, 503) }
     }
   }, async (request, reply) => {
     const { petId } = request.params

@@ -3,6 +3,7 @@ import { Int64 } from '../validation/int64.js'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const DEFAULT_PET_STATUS = 'available'
+export const DEFAULT_PAGE_LIMIT = 20
 
 export const PetStatus = Type.Enum(PET_STATUSES, { description: 'Availability of the animal' })
 export type PetStatus = Static<typeof PetStatus>
@@ -45,7 +46,8 @@ export type Pet = Static<typeof Pet>
 export const PetList = Type.Array(Pet, { examples: [[REX, { id: 43, name: 'Tom', categoryId: 2, status: 'pending' }]] })
 
 export const ListPetsQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals to return' }),
+  // Optional with a default, so that clients see it as optional; validation fills it in.
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE_LIMIT, description: 'Maximum number of animals to return' })),
   status: Type.Optional(Type.Enum(PET_STATUSES, { description: 'Returns only animals with this status' })),
   cursor: Type.Optional(Type.String({
     maxLength: 200,

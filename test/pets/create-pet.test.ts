@@ -1,28 +1,27 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { build, errorOf, forEachStore } from '../helper.js'
+import { build, clientFor, errorOf, forEachStore } from '../helper.js'
 
 forEachStore((store) => {
   test('createPet answers 201 with the Pet, a Location and status available by default', async (t) => {
-    const testApp = await build(t, { store })
-    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
-    assert.equal(response.statusCode, 201)
-    const pet = response.json()
-    assert.deepEqual(pet, { id: pet.id, name: 'Rex', categoryId: 3, status: 'available' })
-    assert.ok(Number.isInteger(pet.id) && pet.id > 0)
-    assert.equal(response.headers.location, `/v1/pets/${pet.id}`)
+    const client = await clientFor(await build(t, { store }))
+    const { data: pet, response } = await client.POST('/pets', { body: { name: 'Rex', categoryId: 3 } })
+    assert.equal(response.status, 201)
+    assert.deepEqual(pet, { id: pet!.id, name: 'Rex', categoryId: 3, status: 'available' })
+    assert.ok(Number.isInteger(pet!.id) && pet!.id > 0)
+    assert.equal(response.headers.get('location'), `/v1/pets/${pet!.id}`)
   })
 
   test('createPet keeps the status sent and assigns increasing ids', async (t) => {
-    const testApp = await build(t, { store })
+    const client = await clientFor(await build(t, { store }))
     const ids = []
-    for (const status of ['sold', 'pending', 'available']) {
-      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Tom', categoryId: 1, status } })
-      assert.equal(response.statusCode, 201)
-      assert.equal(response.json().status, status)
-      ids.push(response.json().id)
+    for (const status of ['sold', 'pending', 'available'] as const) {
+      const { data: pet, response } = await client.POST('/pets', { body: { name: 'Tom', categoryId: 1, status } })
+      assert.equal(response.status, 201)
+      assert.equal(pet!.status, status)
+      ids.push(pet!.id)
     }
-    assert.ok(ids[0] < ids[1] && ids[1] < ids[2])
+    assert.ok(ids[0]! < ids[1]! && ids[1]! < ids[2]!)
   })
 
   test('Location is absolute when PUBLIC_BASE_URL is set', async (t) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { build, createPet, errorOf, forEachStore } from '../helper.js'
+import { build, clientFor, createPet, errorOf, forEachStore } from '../helper.js'
 
 forEachStore((store) => {
   function assertDeprecationHeaders (headers: Record<string, unknown>): void {
@@ -14,10 +14,11 @@ forEachStore((store) => {
   test('getPet returns the pet with the deprecation headers', async (t) => {
     const testApp = await build(t, { store })
     const pet = await createPet(testApp, { name: 'Rex', categoryId: 9, status: 'pending' })
-    const response = await testApp.app.inject({ url: `/v1/pets/${pet.id}`, headers: testApp.auth })
-    assert.equal(response.statusCode, 200)
-    assert.deepEqual(response.json(), pet)
-    assertDeprecationHeaders(response.headers)
+    const client = await clientFor(testApp)
+    const { data, response } = await client.GET('/pets/{petId}', { params: { path: { petId: pet.id } } })
+    assert.equal(response.status, 200)
+    assert.deepEqual(data, pet)
+    assertDeprecationHeaders(Object.fromEntries(response.headers))
   })
 
   test('getPet answers 404 for a pet that does not exist, still deprecated', async (t) => {

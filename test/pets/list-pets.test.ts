@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { build, createPet, errorOf, forEachStore, type TestApp } from '../helper.js'
+import type { PetStatus } from '../../src/client/index.js'
+import { build, clientFor, createPet, errorOf, forEachStore, type TestApp } from '../helper.js'
 
 forEachStore((store) => {
-  async function seed (testApp: TestApp, count: number, status?: string): Promise<number[]> {
+  async function seed (testApp: TestApp, count: number, status?: PetStatus): Promise<number[]> {
     const ids = []
     for (let i = 0; i < count; i++) ids.push((await createPet(testApp, { name: `Pet ${i}`, categoryId: 1, ...(status && { status }) })).id)
     return ids
@@ -18,10 +19,11 @@ forEachStore((store) => {
   test('listPets returns at most 20 pets by default, in ascending id order', async (t) => {
     const testApp = await build(t, { store })
     const ids = await seed(testApp, 25)
-    const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
-    assert.equal(response.statusCode, 200)
-    assert.deepEqual(response.json().map((pet: { id: number }) => pet.id), ids.slice(0, 20))
-    assert.equal(response.headers['cache-control'], 'no-store')
+    const client = await clientFor(testApp)
+    const { data, response } = await client.GET('/pets')
+    assert.equal(response.status, 200)
+    assert.deepEqual(data!.map((pet) => pet.id), ids.slice(0, 20))
+    assert.equal(response.headers.get('cache-control'), 'no-store')
   })
 
   test('listPets returns an empty array and no Link on an empty store', async (t) => {

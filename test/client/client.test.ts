@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { test } from 'node:test'
+import { CLIENT_TYPES_FILE, renderClientTypes } from '../../scripts/generate-client-types.js'
+import { nextCursor } from '../../src/client/index.js'
+import { build, clientFor, forEachStore } from '../helper.js'
+
+test('the client types match the served OpenAPI document (run `npm run client:generate` when this fails)', async () => {
+  assert.equal(readFileSync(CLIENT_TYPES_FILE, 'utf8'), await renderClientTypes())
+})
+
+test('`petstore/client` resolves to the built client', async () => {
+  const resolved = fileURLToPath(import.meta.resolve('petstore/client'))
+  assert.match(resolved, /dist\/client\/index\.js$/)
+  assert.ok(existsSync(resolved), 'the build (npm run build, or npm ci) wrote it')
+  const module = await import(resolved)
+  assert.equal(typeof module.createClient, 'function')
+})
+
+forEachStore((store) => {
+  test('the client creates, lists page by page and fetches pets', async (t) => {
+    const client = await clientFor(await build(t, { store }))
+    const created = []
+    for (const name of ['Rex', 'Tom', 'Kitty']) {
+      const { data, error, response } = await client.POST('/pets', { body: { name, categoryId: 3 } })
+      assert.equal(error, undefined)
+      assert.equal(response.status, 201)
+      assert.equal(response.headers.get('location'), `/v1/pets/${data!.id}`)
+      created.push(data!)
+    }
+    assert.deepEqual(created.map((pet) => [pet.name, pet.status]), [['Rex', 'available'], ['Tom', 'available'], ['Kitty', 'available']])
+
+    const listed = []
+    let cursor: string | undefined
+    do {
+      const { data, response } = await client.GET('/pets', { params: { query: { limit: 2, ...(cursor === undefined ? {} : { cursor }) } } })
+      listed.push(...data!)
+      cursor = nextCursor(response)
+    } while (cursor !== undefined)
+    assert.deepEqual(listed, created)
+
+    const { data: fetched, response } = await client.GET('/pets/{petId}', { params: { path: { petId: created[1]!.id } } })
+    assert.deepEqual(fetched, created[1])
+    assert.ok(response.headers.get('sunset'))
+  })
+
+  test('the client returns the Error body for errors', async (t) => {
+    const client = await clientFor(await build(t, { store }))
+    const { data, error, response } = await client.GET('/pets/{petId}', { params: { path: { petId: 999 } } })
+    assert.equal(data, undefined)
+    assert.equal(response.status, 404)
+    assert.deepEqual(error, { code: 'not_found', message: 'No pet with id 999', status: 404 })
+  })
+})
