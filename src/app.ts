@@ -9,10 +9,13 @@ import apiDocs from './plugins/api-docs.js'
 import { healthRoutes } from './health/health.routes.js'
 import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
-import { createPetCursorCodec } from './pets/pet-cursor.js'
+import { createCursorCodec } from './pagination/cursor.js'
 import { isValidPetName } from './pets/pet-name.js'
 import { PetInsertQueue } from './pets/pet-insert-queue.js'
+import { ORDER_STATUSES } from './orders/order.schemas.js'
+import { orderRoutes } from './orders/order.routes.js'
 import { petRoutes } from './pets/pet.routes.js'
+import { PET_STATUSES } from './pets/pet.schemas.js'
 import auth from './plugins/auth.js'
 import deprecation from './plugins/deprecation.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
@@ -77,7 +80,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
 
   const verifier = new ApiKeyVerifier(db, verifierOptions)
   app.addHook('onClose', async () => { await verifier.close() })
-  const cursorCodec = createPetCursorCodec(await findSetting(db, 'cursor_secret'))
+  const cursorSecret = await findSetting(db, 'cursor_secret')
   const rateLimiter = await createRateLimiter(app, {
     perMinute: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,
@@ -90,8 +93,9 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     await v1.register(petRoutes, {
-      db, cursorCodec, idempotentCreates: new IdempotentCreates(db), insertQueue: new PetInsertQueue(db), apiUrl
+      db, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates: new IdempotentCreates(db), insertQueue: new PetInsertQueue(db), apiUrl
     })
+    await v1.register(orderRoutes, { db, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
   }, { prefix: '/v1' })
 
   return app

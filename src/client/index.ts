@@ -14,6 +14,9 @@ export type Pet = paths['/pets']['post']['responses'][201]['content']['applicati
 export type NewPet = paths['/pets']['post']['requestBody']['content']['application/json']
 export type PetStatus = Pet['status']
 export type ErrorBody = components['schemas']['Error']
+/** Experimental: may change without a new API version. */
+export type Order = paths['/store/orders']['post']['responses'][201]['content']['application/json']
+export type OrderStatus = Order['status']
 export type PetStoreClient = Client<paths>
 
 export interface PetStoreClientOptions {
@@ -41,7 +44,7 @@ export function createClient ({ baseUrl, apiKey, fetch }: PetStoreClientOptions)
   })
 }
 
-/** The cursor of the next page from a listPets response's `Link: rel="next"` header, or undefined on the last page. */
+/** The cursor of the next page from a list response's `Link: rel="next"` header, or undefined on the last page. */
 export function nextCursor (response: Response): string | undefined {
   const link = response.headers.get('link')
   const next = link?.match(/<([^>]*)>\s*;\s*rel="next"/)?.[1]

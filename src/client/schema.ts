@@ -45,6 +45,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/store/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List orders (experimental)
+         * @description Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         */
+        get: operations["listOrders"];
+        put?: never;
+        /**
+         * Order an animal (experimental)
+         * @description The animal must be `available`; in one transaction the order is `placed` and the animal becomes `pending`.
+         */
+        post: operations["createOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/store/orders/{orderId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fetch one order (experimental) */
+        get: operations["getOrder"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Move an order to another status (experimental)
+         * @description Allowed moves: `placed` → `approved`; `approved` → `delivered` (the animal becomes `sold`); `placed` → `cancelled` (the animal becomes `available`); `approved` → `cancelled` (the animal becomes `available`). Any other move answers 409 `invalid_transition` and changes nothing.
+         */
+        patch: operations["updateOrderStatus"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -54,7 +99,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */
@@ -151,7 +196,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -177,7 +222,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -203,7 +248,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -229,7 +274,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -333,7 +378,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -359,7 +404,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -385,7 +430,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -411,7 +456,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -437,7 +482,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -463,7 +508,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -489,7 +534,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -515,7 +560,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -598,7 +643,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -624,7 +669,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -650,7 +695,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -676,7 +721,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */
@@ -702,7 +747,942 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {unknown}
                          */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    listOrders: {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: string;
+                /** @description Maximum number of orders to return */
+                limit?: number;
+                /** @description Returns only orders with this status */
+                status?: "placed" | "approved" | "delivered" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 7,
+                     *         "petId": 42,
+                     *         "status": "placed",
+                     *         "createdAt": "2026-11-22T10:15:30.000Z",
+                     *         "updatedAt": "2026-11-22T10:15:30.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When the order was placed (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: int64
+                         * @description Unique identifier assigned by the service
+                         * @example 7
+                         */
+                        id: number;
+                        /**
+                         * Format: int64
+                         * @description Id of the animal ordered
+                         * @example 42
+                         */
+                        petId: number;
+                        /**
+                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
+                         * @enum {unknown}
+                         */
+                        status: "placed" | "approved" | "delivered" | "cancelled";
+                        /**
+                         * Format: date-time
+                         * @description When the order last changed status (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        updatedAt: string;
+                    }[];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is invalid or revoked",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "The store is unavailable; retry later",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    createOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The animal to buy: it must be `available`, and becomes `pending` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "petId": 42
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: int64
+                     * @description Id of the animal ordered
+                     * @example 42
+                     */
+                    petId: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The order, `placed`; `Location` gives its URL */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "petId": 42,
+                     *       "status": "placed",
+                     *       "createdAt": "2026-11-22T10:15:30.000Z",
+                     *       "updatedAt": "2026-11-22T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When the order was placed (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: int64
+                         * @description Unique identifier assigned by the service
+                         * @example 7
+                         */
+                        id: number;
+                        /**
+                         * Format: int64
+                         * @description Id of the animal ordered
+                         * @example 42
+                         */
+                        petId: number;
+                        /**
+                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
+                         * @enum {unknown}
+                         */
+                        status: "placed" | "approved" | "delivered" | "cancelled";
+                        /**
+                         * Format: date-time
+                         * @description When the order last changed status (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is invalid or revoked",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The pet is not available */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "pet_not_available",
+                     *       "message": "Pet 42 is not available",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The body is larger than 16 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "Request body is too large",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The body is not `application/json` in UTF-8 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_media_type",
+                     *       "message": "Request body must be application/json in UTF-8",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description No pet has this petId */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "pet_not_found",
+                     *       "message": "No pet with id 42",
+                     *       "status": 422
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "The store is unavailable; retry later",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    getOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the order
+                 * @example 7
+                 */
+                orderId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "petId": 42,
+                     *       "status": "placed",
+                     *       "createdAt": "2026-11-22T10:15:30.000Z",
+                     *       "updatedAt": "2026-11-22T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When the order was placed (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: int64
+                         * @description Unique identifier assigned by the service
+                         * @example 7
+                         */
+                        id: number;
+                        /**
+                         * Format: int64
+                         * @description Id of the animal ordered
+                         * @example 42
+                         */
+                        petId: number;
+                        /**
+                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
+                         * @enum {unknown}
+                         */
+                        status: "placed" | "approved" | "delivered" | "cancelled";
+                        /**
+                         * Format: date-time
+                         * @description When the order last changed status (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is invalid or revoked",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "No pet with id 42",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "The store is unavailable; retry later",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    updateOrderStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the order
+                 * @example 7
+                 */
+                orderId: number;
+            };
+            cookie?: never;
+        };
+        /** @description The status to move the order to */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
+                     * @enum {unknown}
+                     */
+                    status: "placed" | "approved" | "delivered" | "cancelled";
+                };
+            };
+        };
+        responses: {
+            /** @description The order in its new status */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "petId": 42,
+                     *       "status": "placed",
+                     *       "createdAt": "2026-11-22T10:15:30.000Z",
+                     *       "updatedAt": "2026-11-22T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When the order was placed (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: int64
+                         * @description Unique identifier assigned by the service
+                         * @example 7
+                         */
+                        id: number;
+                        /**
+                         * Format: int64
+                         * @description Id of the animal ordered
+                         * @example 42
+                         */
+                        petId: number;
+                        /**
+                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
+                         * @enum {unknown}
+                         */
+                        status: "placed" | "approved" | "delivered" | "cancelled";
+                        /**
+                         * Format: date-time
+                         * @description When the order last changed status (RFC 3339, UTC)
+                         * @example 2026-11-22T10:15:30.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is invalid or revoked",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "No pet with id 42",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The order cannot make this move; nothing changed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_transition",
+                     *       "message": "Order 7 cannot move from delivered to cancelled",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The body is larger than 16 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "Request body is too large",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The body is not `application/json` in UTF-8 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_media_type",
+                     *       "message": "Request body must be application/json in UTF-8",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+                        /** @description Human-readable description */
+                        message: string;
+                        /** @description The HTTP status code of the response */
+                        status: number;
+                    };
+                };
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "The store is unavailable; retry later",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {unknown}
+                         */
+                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
                         /** @description Human-readable description */
                         message: string;
                         /** @description The HTTP status code of the response */

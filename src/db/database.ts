@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { ApiKeyTable } from '../api-keys/api-key.table.js'
 import type { IdempotencyKeyTable } from '../idempotency/idempotency-key.table.js'
+import type { OrderTable } from '../orders/order.table.js'
 import type { PetTable } from '../pets/pet.table.js'
 import type { SettingTable } from './settings.table.js'
 
@@ -10,6 +11,7 @@ export interface Database {
   api_keys: ApiKeyTable
   settings: SettingTable
   idempotency_keys: IdempotencyKeyTable
+  orders: OrderTable
 }
 
 export type Db = Kysely<Database>

@@ -3,12 +3,14 @@ import type { Db } from './database.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
 import * as addInstallationId from './migrations/002-add-installation-id.js'
 import * as createIdempotencyKeys from './migrations/003-create-idempotency-keys.js'
+import * as createOrders from './migrations/004-create-orders.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 const MIGRATIONS: Record<string, Migration> = {
   '001-create-pets-and-api-keys': createPetsAndApiKeys,
   '002-add-installation-id': addInstallationId,
-  '003-create-idempotency-keys': createIdempotencyKeys
+  '003-create-idempotency-keys': createIdempotencyKeys,
+  '004-create-orders': createOrders
 }
 
 /** Brings the store's schema to the latest version; safe to run again and from every entry point. */

@@ -4,15 +4,17 @@ import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
 import { ApiError, errorResponses } from '../errors.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
+import type { CursorCodec } from '../pagination/cursor.js'
+import { nextPageLink } from '../pagination/next-page-link.js'
+import { DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
-import type { PetCursorCodec } from './pet-cursor.js'
 import type { PetInsertQueue } from './pet-insert-queue.js'
 import { findPetJsonById, findPetPage, insertPet } from './pet.repository.js'
-import { CreatePetHeaders, DEFAULT_PAGE_LIMIT, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList } from './pet.schemas.js'
+import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
 
 export interface PetRoutesOptions {
   db: Db
-  cursorCodec: PetCursorCodec
+  cursorCodec: CursorCodec<PetStatus>
   idempotentCreates: IdempotentCreates
   insertQueue: PetInsertQueue
   /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
@@ -41,10 +43,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     }
     const page = await findPetPage(db, { status, afterId, limit })
     if (page.nextAfterId !== undefined) {
-      const next = new URLSearchParams({ limit: String(limit) })
-      if (status !== undefined) next.set('status', status)
-      next.set('cursor', cursorCodec.encode(page.nextAfterId, status))
-      reply.header('link', `<${apiUrl(`/pets?${next}`)}>; rel="next"`)
+      reply.header('link', nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: page.nextAfterId }))
     }
     return sendJson(reply, page.json)
   })

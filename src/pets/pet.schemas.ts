@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox'
+import { PageCursor, PageLimit } from '../pagination/page-query.js'
 import { Int64 } from '../validation/int64.js'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const DEFAULT_PET_STATUS = 'available'
-export const DEFAULT_PAGE_LIMIT = 20
 
 export const PetStatus = Type.Enum(PET_STATUSES, { description: 'Availability of the animal' })
 export type PetStatus = Static<typeof PetStatus>
@@ -46,13 +46,9 @@ export type Pet = Static<typeof Pet>
 export const PetList = Type.Array(Pet, { examples: [[REX, { id: 43, name: 'Tom', categoryId: 2, status: 'pending' }]] })
 
 export const ListPetsQuery = Type.Object({
-  // Optional with a default, so that clients see it as optional; validation fills it in.
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE_LIMIT, description: 'Maximum number of animals to return' })),
+  limit: PageLimit('animals'),
   status: Type.Optional(Type.Enum(PET_STATUSES, { description: 'Returns only animals with this status' })),
-  cursor: Type.Optional(Type.String({
-    maxLength: 200,
-    description: 'Opaque position from the `Link: rel="next"` header of the previous page'
-  }))
+  cursor: PageCursor
 }, { additionalProperties: false })
 export type ListPetsQuery = Static<typeof ListPetsQuery>
 

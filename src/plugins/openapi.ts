@@ -3,6 +3,13 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ERROR_CATALOG, ErrorBody } from '../errors.js'
 
+declare module 'fastify' {
+  interface FastifySchema {
+    /** Copied into the operation: `experimental` operations may change without a new API version. */
+    'x-stability'?: 'experimental'
+  }
+}
+
 const API_PREFIX = '/v1'
 
 const DESCRIPTION = `A store of animals for sale, as JSON over HTTP.
@@ -32,7 +39,10 @@ export default fp<{ config: Config }>(async (app, { config }) => {
       openapi: '3.1.0',
       info: { title: 'Pet Store', version: '1.0.0', description: DESCRIPTION },
       servers: servers(config),
-      tags: [{ name: 'pets', description: 'Animals for sale' }],
+      tags: [
+        { name: 'pets', description: 'Animals for sale' },
+        { name: 'store', description: '**Experimental**: orders that move a pet from `available` to `pending` to `sold`. They may change without a new API version.' }
+      ],
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`' } },
         schemas: { Error: ErrorBody }

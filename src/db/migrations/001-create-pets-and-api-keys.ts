@@ -1,15 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import type { CreateTableBuilder, Kysely } from 'kysely'
-import { isPostgres } from '../dialect.js'
-
-/** An int64 id assigned by the store in increasing order and never reused, in either dialect. */
-function withIdColumn<T extends string> (db: Kysely<unknown>, table: CreateTableBuilder<T>): CreateTableBuilder<T, 'id'> {
-  if (isPostgres(db)) {
-    return table.addColumn('id', 'bigint', (col) => col.primaryKey().generatedByDefaultAsIdentity())
-  }
-  // SQLite: AUTOINCREMENT keeps ids of deleted rows from coming back.
-  return table.addColumn('id', 'integer', (col) => col.primaryKey().autoIncrement())
-}
+import type { Kysely } from 'kysely'
+import { withIdColumn } from './id-column.js'
 
 export async function up (db: Kysely<any>): Promise<void> {
   await withIdColumn(db, db.schema.createTable('pets'))

@@ -1,0 +1,99 @@
+import { sql } from 'kysely'
+import type { Db } from '../db/database.js'
+import { isPostgres } from '../db/dialect.js'
+import { ORDER_TRANSITIONS } from './order-transitions.js'
+import type { Order, OrderStatus } from './order.schemas.js'
+
+const ORDER_COLUMNS = ['id', 'pet_id as petId', 'status', 'created_at as createdAt', 'updated_at as updatedAt'] as const
+
+// Any constant shared by every instance; names the lock that orders order inserts (see insertPet).
+const ORDER_INSERT_LOCK = 7_340_002
+
+export type PlaceOrderResult =
+  | { outcome: 'placed', order: Order } |
+  { outcome: 'pet_not_found' } |
+  { outcome: 'pet_not_available' }
+
+/**
+ * Places an order for an available pet and makes the pet `pending`, in one transaction. The pet is
+ * claimed by a conditional update, so of concurrent orders for one pet (on any instance) exactly one
+ * finds it `available`; the others change nothing.
+ */
+export async function placeOrder (db: Db, petId: bigint): Promise<PlaceOrderResult> {
+  try {
+    return await db.transaction().execute(async (trx): Promise<PlaceOrderResult> => {
+      const claimed = await trx.updateTable('pets').set({ status: 'pending' })
+        .where('id', '=', petId).where('status', '=', 'available')
+        .executeTakeFirst()
+      if (claimed.numUpdatedRows === 0n) {
+        const pet = await trx.selectFrom('pets').select('id').where('id', '=', petId).executeTakeFirst()
+        return { outcome: pet === undefined ? 'pet_not_found' : 'pet_not_available' }
+      }
+      // As for pets: on PostgreSQL, ids must commit in increasing order for keyset paging to see every order.
+      if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(ORDER_INSERT_LOCK)})`.execute(trx)
+      const now = new Date().toISOString()
+      const order = await trx.insertInto('orders')
+        .values({ pet_id: petId, status: 'placed', created_at: now, updated_at: now })
+        .returning(ORDER_COLUMNS)
+        .executeTakeFirstOrThrow()
+      return { outcome: 'placed', order }
+    })
+  } catch (error) {
+    // The partial unique index refused a second live order: the pet is taken.
+    if (isUniqueViolation(error)) return { outcome: 'pet_not_available' }
+    throw error
+  }
+}
+
+export type MoveOrderResult =
+  | { outcome: 'moved', order: Order } |
+  { outcome: 'not_found' } |
+  { outcome: 'invalid_transition', from: OrderStatus }
+
+/**
+ * Moves an order to `to` and its pet along with it, in one transaction, only from a status that
+ * allows the move: the conditional update makes concurrent moves of one order apply at most once.
+ */
+export async function moveOrder (db: Db, orderId: bigint, to: OrderStatus): Promise<MoveOrderResult> {
+  const { from, petBecomes } = ORDER_TRANSITIONS[to]
+  return await db.transaction().execute(async (trx): Promise<MoveOrderResult> => {
+    const order = from.length === 0 ?
+      undefined :
+        await trx.updateTable('orders').set({ status: to, updated_at: new Date().toISOString() })
+          .where('id', '=', orderId).where('status', 'in', from)
+          .returning(ORDER_COLUMNS)
+          .executeTakeFirst()
+    if (order === undefined) {
+      const current = await trx.selectFrom('orders').select('status').where('id', '=', orderId).executeTakeFirst()
+      return current === undefined ? { outcome: 'not_found' } : { outcome: 'invalid_transition', from: current.status }
+    }
+    if (petBecomes !== undefined) {
+      await trx.updateTable('pets').set({ status: petBecomes }).where('id', '=', order.petId).execute()
+    }
+    return { outcome: 'moved', order }
+  })
+}
+
+export async function findOrderById (db: Db, id: bigint): Promise<Order | undefined> {
+  return await db.selectFrom('orders').select(ORDER_COLUMNS).where('id', '=', id).executeTakeFirst()
+}
+
+export interface OrderPage {
+  orders: Order[]
+  /** The id of the last order on the page, when more orders follow. */
+  nextAfterId: bigint | undefined
+}
+
+export async function findOrderPage (db: Db, { status, afterId = 0n, limit }: { status: OrderStatus | undefined, afterId: bigint | undefined, limit: number }): Promise<OrderPage> {
+  let query = db.selectFrom('orders').select(ORDER_COLUMNS).where('id', '>', afterId).orderBy('id').limit(limit + 1)
+  if (status !== undefined) query = query.where('status', '=', status)
+  const orders = await query.execute()
+  if (orders.length <= limit) return { orders, nextAfterId: undefined }
+  orders.length = limit
+  return { orders, nextAfterId: orders[limit - 1]!.id }
+}
+
+function isUniqueViolation (error: unknown): boolean {
+  const { code } = (error ?? {}) as { code?: unknown }
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE'
+}

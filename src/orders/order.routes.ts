@@ -1,0 +1,111 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Db } from '../db/database.js'
+import { ApiError, errorResponses } from '../errors.js'
+import type { CursorCodec } from '../pagination/cursor.js'
+import { nextPageLink } from '../pagination/next-page-link.js'
+import { DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
+import { ORDER_TRANSITIONS } from './order-transitions.js'
+import { findOrderById, findOrderPage, moveOrder, placeOrder } from './order.repository.js'
+import { ListOrdersQuery, NewOrder, Order, OrderIdParams, OrderList, OrderStatusChange, type OrderStatus } from './order.schemas.js'
+
+export interface OrderRoutesOptions {
+  db: Db
+  cursorCodec: CursorCodec<OrderStatus>
+  /** Turns a path under /v1 into the URL clients should follow. */
+  apiUrl: (path: string) => string
+}
+
+const EXPERIMENTAL = { 'x-stability': 'experimental', tags: ['store'] } as const
+
+const PET_NOT_FOUND = { status: 422, description: 'No pet has this petId', code: 'pet_not_found', example: 'No pet with id 42' } as const
+const PET_NOT_AVAILABLE = { status: 409, description: 'The pet is not available', code: 'pet_not_available', example: 'Pet 42 is not available' } as const
+const INVALID_TRANSITION = {
+  status: 409, description: 'The order cannot make this move; nothing changed', code: 'invalid_transition', example: 'Order 7 cannot move from delivered to cancelled'
+} as const
+
+/** Experimental store orders: placing one holds a pet, and its transitions sell or release it. */
+export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { db, cursorCodec, apiUrl }) => {
+  app.post('/store/orders', {
+    schema: {
+      ...EXPERIMENTAL,
+      operationId: 'createOrder',
+      summary: 'Order an animal (experimental)',
+      description: 'The animal must be `available`; in one transaction the order is `placed` and the animal becomes `pending`.',
+      body: NewOrder,
+      response: {
+        201: { ...Order, description: 'The order, `placed`; `Location` gives its URL' },
+        ...errorResponses(400, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 503)
+      }
+    }
+  }, async (request, reply) => {
+    const { petId } = request.body
+    const result = await placeOrder(db, petId)
+    if (result.outcome === 'pet_not_found') throw new ApiError(422, 'pet_not_found', `No pet with id ${petId}`)
+    if (result.outcome === 'pet_not_available') throw new ApiError(409, 'pet_not_available', `Pet ${petId} is not available`)
+    reply.code(201).header('location', apiUrl(`/store/orders/${result.order.id}`))
+    return result.order
+  })
+
+  app.get('/store/orders', {
+    schema: {
+      ...EXPERIMENTAL,
+      operationId: 'listOrders',
+      summary: 'List orders (experimental)',
+      description: 'Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
+      querystring: ListOrdersQuery,
+      response: { 200: { ...OrderList, description: 'A page of orders' }, ...errorResponses(400, 401, 429, 503) }
+    }
+  }, async (request, reply) => {
+    const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
+    const afterId = cursor === undefined ? undefined : cursorCodec.decode(cursor, status)
+    if (cursor !== undefined && afterId === undefined) {
+      throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
+    }
+    const page = await findOrderPage(db, { status, afterId, limit })
+    if (page.nextAfterId !== undefined) {
+      reply.header('link', nextPageLink(apiUrl, cursorCodec, { path: '/store/orders', limit, status, afterId: page.nextAfterId }))
+    }
+    return page.orders
+  })
+
+  app.get('/store/orders/:orderId', {
+    schema: {
+      ...EXPERIMENTAL,
+      operationId: 'getOrder',
+      summary: 'Fetch one order (experimental)',
+      params: OrderIdParams,
+      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(400, 401, 404, 429, 503) }
+    }
+  }, async (request) => {
+    const { orderId } = request.params
+    const order = await findOrderById(db, orderId)
+    if (order === undefined) throw new ApiError(404, 'not_found', `No order with id ${orderId}`)
+    return order
+  })
+
+  app.patch('/store/orders/:orderId', {
+    schema: {
+      ...EXPERIMENTAL,
+      operationId: 'updateOrderStatus',
+      summary: 'Move an order to another status (experimental)',
+      description: 'Allowed moves: ' + Object.entries(ORDER_TRANSITIONS)
+        .flatMap(([to, { from, petBecomes }]) => from.map((status) => `\`${status}\` → \`${to}\`${petBecomes === undefined ? '' : ` (the animal becomes \`${petBecomes}\`)`}`))
+        .join('; ') + '. Any other move answers 409 `invalid_transition` and changes nothing.',
+      params: OrderIdParams,
+      body: OrderStatusChange,
+      response: {
+        200: { ...Order, description: 'The order in its new status' },
+        ...errorResponses(400, 401, 404, INVALID_TRANSITION, 413, 415, 429, 503)
+      }
+    }
+  }, async (request) => {
+    const { orderId } = request.params
+    const { status } = request.body
+    const result = await moveOrder(db, orderId, status)
+    if (result.outcome === 'not_found') throw new ApiError(404, 'not_found', `No order with id ${orderId}`)
+    if (result.outcome === 'invalid_transition') {
+      throw new ApiError(409, 'invalid_transition', `Order ${orderId} cannot move from ${result.from} to ${status}`)
+    }
+    return result.order
+  })
+}
