@@ -10,7 +10,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const noBrowser = !existsSync(CHROMIUM) && process.env.BROWSER_TEST_REQUIRED === undefined
 const SCREENSHOT = 'test-results/docs.png'
 
-test('a real browser renders /docs: the operations, getPet deprecated, offline', {
+test('a real browser renders /docs: the operations, getPet deprecated, orders experimental, offline', {
   skip: noBrowser ? `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false,
   timeout: 60_000
 }, async (t) => {
@@ -43,6 +43,17 @@ test('a real browser renders /docs: the operations, getPet deprecated, offline',
   assert.match(await getPet.innerText(), /removed on 5 December 2030/)
   assert.equal(await page.locator('.opblock-deprecated').count(), 1, 'only getPet is deprecated')
   assert.equal(await page.locator('.btn.authorize').count(), 1, 'the bearer scheme offers Authorize')
+  for (const operation of ['createOrder', 'listOrders', 'getOrder', 'updateOrderStatus']) {
+    const block = page.locator(`[id^="operations-store-${operation}"]`)
+    assert.match(await block.innerText(), /\(experimental\)/, `${operation} is marked experimental`)
+  }
+  assert.match(await page.locator('#operations-tag-store').innerText(), /Experimental/)
+  assert.match(await page.locator('.information-container').innerText(), /pet_not_available/, 'the error table is shown')
+
+  // An operation opened: its example body and responses are shown.
+  await getPet.locator('.opblock-summary').click()
+  await getPet.locator('.responses-table').first().waitFor()
+  assert.match(await getPet.innerText(), /"name": "Rex"/)
 
   mkdirSync('test-results', { recursive: true })
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
