@@ -10,7 +10,7 @@ import { healthRoutes } from './health/health.routes.js'
 import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createCursorCodec } from './pagination/cursor.js'
-import { isValidPetName } from './pets/pet-name.js'
+import { PET_NAME_FORMAT } from './pets/pet-name.js'
 import { PetInsertQueue } from './pets/pet-insert-queue.js'
 import { ORDER_STATUSES } from './orders/order.schemas.js'
 import { orderRoutes } from './orders/order.routes.js'
@@ -67,7 +67,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = LIMITS.maxConnections
-  app.setValidatorCompiler(createValidatorCompiler({ 'pet-name': isValidPetName }))
+  app.setValidatorCompiler(createValidatorCompiler({ 'pet-name': PET_NAME_FORMAT }))
   await app.register(errorHandler)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding)

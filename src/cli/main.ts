@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { insertApiKey, findApiKeys, revokeApiKey } from '../api-keys/api-key.repository.js'
 import { generateApiKey } from '../api-keys/api-key.service.js'
 import { ConfigError, loadConfig } from '../config.js'
 import type { Db } from '../db/database.js'
 import { createDb } from '../db/create-db.js'
 import { migrateToLatest } from '../db/migrate.js'
+import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
 const EXIT_FAILURE = 1
@@ -42,7 +43,8 @@ function buildProgram (): Command {
       'DATABASE_URL=postgres://localhost/pets npx petstore migrate',
       'npx petstore keys create --name "billing service"',
       'npx petstore keys list --json',
-      'npx petstore keys revoke 3'
+      'npx petstore keys revoke 3',
+      'npx petstore pets import pets.csv'
     ) + '\nExit codes: 0 done, 1 the command failed, 2 bad configuration or usage.')
 
   program.command('serve')
@@ -109,13 +111,41 @@ function buildProgram (): Command {
       console.log(`Revoked API key ${id}.`)
     })
 
+  const pets = program.command('pets').description('manage pets in bulk')
+    .addHelpText('after', examples('npx petstore pets import pets.csv'))
+
+  pets.command('import')
+    .description('load pets from a JSON array or a CSV file (name,categoryId[,status]), each row validated as createPet validates a body')
+    .argument('<file>', 'a .json file holding one array of pets, or a .csv file with a header row')
+    .addOption(new Option('--format <format>', 'the file format, when its name does not end in .json or .csv').choices(['json', 'csv']))
+    .option('--batch-size <rows>', 'rows stored per transaction (1 to 5000)', parseBatchSize, 500)
+    .option('--dry-run', 'validate every row and report, storing nothing', false)
+    .addHelpText('after', examples(
+      'npx petstore pets import pets.json',
+      'npx petstore pets import export.txt --format csv --batch-size 1000',
+      'npx petstore pets import pets.csv --dry-run'
+    ) + `
+Invalid rows are skipped and listed as "line N: reason"; the summary names the lines stored.
+Each batch is one transaction: after a store failure nothing of that batch is stored, and later
+batches are not tried.
+Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected or the store failed,
+2 the file cannot be read or is not a JSON array or CSV with a name,categoryId[,status] header.`)
+    .action(async (file: string, options: PetsImportOptions) => {
+      if (!await runPetsImport(withDb, file, options)) process.exitCode = EXIT_FAILURE
+    })
+
   return program
+}
+
+function parseBatchSize (text: string): number {
+  if (!/^\d{1,4}$/.test(text) || Number(text) < 1 || Number(text) > 5000) throw new InvalidArgumentError('a batch size is a whole number from 1 to 5000')
+  return Number(text)
 }
 
 try {
   await buildProgram().parseAsync(process.argv)
 } catch (error) {
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof ImportUsageError) {
     console.error(`petstore: ${error.message}`)
     process.exit(EXIT_USAGE)
   }

@@ -1,3 +1,5 @@
+import type { StringFormat } from '../validation/validator-compiler.js'
+
 const MAX_NAME_LENGTH = 100
 
 /**
@@ -11,4 +13,10 @@ export function isValidPetName (name: string): boolean {
   // Characters are code points, not UTF-16 units, so an emoji counts once; a code point takes one or two units.
   if (trimmed.length <= MAX_NAME_LENGTH) return true
   return trimmed.length <= 2 * MAX_NAME_LENGTH && [...trimmed].length <= MAX_NAME_LENGTH
+}
+
+/** The `pet-name` string format of the schemas. */
+export const PET_NAME_FORMAT: StringFormat = {
+  validate: isValidPetName,
+  rule: `must be 1 to ${MAX_NAME_LENGTH} characters once whitespace at both ends is trimmed`
 }

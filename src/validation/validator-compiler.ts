@@ -1,27 +1,45 @@
-import { Ajv, type ErrorObject, type FuncKeywordDefinition } from 'ajv'
+import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { INT64_MAX, isInt64Schema, toInt64 } from './int64.js'
 
-type Format = (value: string) => boolean
+/** A custom string format: its check, and what a valid value is, for error messages ("must be ..."). */
+export interface StringFormat {
+  validate: (value: string) => boolean
+  rule: string
+}
 
 /**
  * Builds Fastify's validator compiler. Nothing is coerced or dropped: bodies are checked as JSON
  * holds them, and integers in query strings and paths must be plain decimal text (Ajv's coercion
  * would take "0x10", "1e1" or " 5"). int64 values are read exactly, as bigint.
  */
-export function createValidatorCompiler (formats: Record<string, Format>): FastifySchemaCompiler<any> {
+export function createValidatorCompiler (formats: Record<string, StringFormat>): FastifySchemaCompiler<any> {
   const bodyAjv = createAjv(false, formats)
   const textAjv = createAjv(true, formats)
   return ({ schema, httpPart }) => {
     const fromText = httpPart !== 'body'
-    return (fromText ? textAjv : bodyAjv).compile(withIntegerKeyword(schema, fromText))
+    return withFormatRules((fromText ? textAjv : bodyAjv).compile(withIntegerKeyword(schema, fromText)), formats)
   }
 }
 
-function createAjv (fromString: boolean, formats: Record<string, Format>): Ajv {
+/** The validator, with Ajv's "must match format" messages replaced by the format's rule. */
+function withFormatRules (validate: ValidateFunction, formats: Record<string, StringFormat>) {
+  const withRules = (data: unknown): boolean => {
+    const valid = validate(data)
+    withRules.errors = validate.errors?.map((error) => {
+      const rule = error.keyword === 'format' ? formats[error.params.format as string]?.rule : undefined
+      return rule === undefined ? error : { ...error, message: rule }
+    })
+    return valid
+  }
+  withRules.errors = undefined as ErrorObject[] | undefined
+  return withRules
+}
+
+function createAjv (fromString: boolean, formats: Record<string, StringFormat>): Ajv {
   const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: true })
   ajv.addKeyword(exactIntegerKeyword(fromString))
-  for (const [name, validate] of Object.entries(formats)) ajv.addFormat(name, { type: 'string', validate })
+  for (const [name, { validate }] of Object.entries(formats)) ajv.addFormat(name, { type: 'string', validate })
   ajv.addVocabulary(['example', 'x-stability'])
   return ajv
 }
