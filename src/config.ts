@@ -34,6 +34,9 @@ const ConfigSchema = Type.Object({
   STAGING_BASE_URL: Type.Optional(BaseUrl('the root URL of the staging deployment, without /v1; listed as the second server'))
 })
 
+/** The names of every environment variable the service reads. */
+export const CONFIG_VARIABLES = Object.keys(ConfigSchema.properties)
+
 /** The service's settings, read once from the environment and never changed after. */
 export type Config = Readonly<Static<typeof ConfigSchema>>
 
@@ -48,7 +51,7 @@ const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {}
-  for (const name of Object.keys(ConfigSchema.properties)) {
+  for (const name of CONFIG_VARIABLES) {
     const value = env[name]
     // An empty variable means "not set", as in most shells' `VAR= command`.
     if (value !== undefined && value !== '') raw[name] = value
