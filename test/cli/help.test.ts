@@ -5,7 +5,7 @@ import { runCli } from '../process.js'
 test('petstore --help lists every command, with examples and exit codes', async () => {
   const { code, stdout } = await runCli(['--help'], {})
   assert.equal(code, 0)
-  for (const command of ['serve', 'migrate', 'keys']) assert.match(stdout, new RegExp(`^  ${command} `, 'm'))
+  for (const command of ['serve', 'migrate', 'keys', 'pets']) assert.match(stdout, new RegExp(`^  ${command} `, 'm'))
   assert.match(stdout, /Examples:\n {2}\$ npx petstore serve/)
   assert.match(stdout, /Exit codes: 0 done, 1 the command failed, 2 bad configuration or usage\./)
 })
@@ -17,7 +17,9 @@ test('each command has --help with its options and an example', async () => {
     [['keys', '--help'], /create \[options\][\s\S]*list \[options\][\s\S]*revoke <id>/],
     [['keys', 'create', '--help'], /--name <name>/],
     [['keys', 'list', '--help'], /--json/],
-    [['keys', 'revoke', '--help'], /<id>/]
+    [['keys', 'revoke', '--help'], /<id>/],
+    [['pets', '--help'], /import \[options\] <file>/],
+    [['pets', 'import', '--help'], /--format <format>[\s\S]*--batch-size <rows>[\s\S]*--dry-run[\s\S]*Exit codes: 0 every row stored/]
   ]
   for (const [args, expected] of cases) {
     const { code, stdout } = await runCli(args, {})
