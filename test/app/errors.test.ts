@@ -44,6 +44,7 @@ forEachStore((store) => {
 
   test('an unexpected failure is a 500 Error body without internals', async (t) => {
     const testApp = await build(t, { store })
+    await testApp.db.schema.dropTable('orders').execute()
     await testApp.db.schema.dropTable('pets').execute()
     const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
     assert.equal(response.statusCode, 500)

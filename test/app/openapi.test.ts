@@ -13,7 +13,7 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
     { url: 'https://pets.example.com/api/v1', description: 'Production' },
     { url: 'https://staging.pets.example.com/v1', description: 'Staging' }
   ])
-  assert.deepEqual(Object.keys(doc.paths).sort(), ['/pets', '/pets/{petId}'], 'paths are relative to the servers')
+  assert.deepEqual(Object.keys(doc.paths).sort(), ['/pets', '/pets/{petId}', '/store/orders', '/store/orders/{orderId}'], 'paths are relative to the servers')
   assert.deepEqual(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', description: doc.components.securitySchemes.bearerAuth.description })
   assert.deepEqual(doc.security, [{ bearerAuth: [] }])
 
