@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
 import type { Config } from './config.js'
 import type { Db } from './db/database.js'
+import { StoreReadCache } from './db/read-cache.js'
 import { findSetting } from './db/settings.repository.js'
 import apiDocs from './plugins/api-docs.js'
 import { healthRoutes } from './health/health.routes.js'
@@ -93,7 +94,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     await v1.register(petRoutes, {
-      db, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates: new IdempotentCreates(db), insertQueue: new PetInsertQueue(db), apiUrl
+      db, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates: new IdempotentCreates(db), insertQueue: new PetInsertQueue(db), readCache: new StoreReadCache(db), apiUrl
     })
     await v1.register(orderRoutes, { db, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
   }, { prefix: '/v1' })

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
+import type { StoreReadCache } from '../db/read-cache.js'
 import { ApiError, errorResponses } from '../errors.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import type { CursorCodec } from '../pagination/cursor.js'
@@ -17,6 +18,8 @@ export interface PetRoutesOptions {
   cursorCodec: CursorCodec<PetStatus>
   idempotentCreates: IdempotentCreates
   insertQueue: PetInsertQueue
+  /** Serves repeated reads of an unchanged store from memory. */
+  readCache: StoreReadCache
   /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
   apiUrl: (path: string) => string
 }
@@ -25,7 +28,7 @@ const GET_PET_DEPRECATED_SINCE = new Date('2026-11-22T00:00:00Z')
 const GET_PET_SUNSET = new Date('2030-12-05T00:00:00Z')
 
 /** listPets, createPet and getPet: thin handlers over the pet repository. */
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, idempotentCreates, insertQueue, apiUrl }) => {
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, idempotentCreates, insertQueue, readCache, apiUrl }) => {
   app.get('/pets', {
     schema: {
       operationId: 'listPets',
@@ -41,11 +44,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     if (cursor !== undefined && afterId === undefined) {
       throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
     }
-    const page = await findPetPage(db, { status, afterId, limit })
-    if (page.nextAfterId !== undefined) {
-      reply.header('link', nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: page.nextAfterId }))
-    }
-    return sendJson(reply, page.json)
+    const page = await readCache.get(`pets?${status}&${afterId}&${limit}`, async () => {
+      const { json, nextAfterId } = await findPetPage(db, { status, afterId, limit })
+      return { json, link: nextAfterId === undefined ? undefined : nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: nextAfterId }) }
+    })
+    if (page!.link !== undefined) reply.header('link', page!.link)
+    return sendJson(reply, page!.json)
   })
 
   app.post('/pets', {
@@ -94,9 +98,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     }
   }, async (request, reply) => {
     const { petId } = request.params
-    const pet = await findPetJsonById(db, petId)
+    const pet = await readCache.get(`pet/${petId}`, async () => {
+      const json = await findPetJsonById(db, petId)
+      return json === undefined ? undefined : { json }
+    })
     if (pet === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
-    return sendJson(reply, pet)
+    return sendJson(reply, pet.json)
   })
 }
 

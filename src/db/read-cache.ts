@@ -1,0 +1,60 @@
+import { CompiledQuery } from 'kysely'
+import { LRUCache } from 'lru-cache'
+import type { Db } from './database.js'
+import { isPostgres } from './dialect.js'
+
+/** Cached answers are JSON text; the cache holds at most this many characters of them. */
+const MAX_CACHED_CHARS = 8 * 1024 * 1024
+
+// data_version changes when another connection (another process) commits, schema_version on any
+// schema change, total_changes() when this connection writes rows. Together they change whenever
+// the store may have; one call costs a few µs.
+const SQLITE_STORE_VERSION = CompiledQuery.raw(
+  'select (select data_version from pragma_data_version) || \':\' || (select schema_version from pragma_schema_version) || ' +
+  '\':\' || total_changes() as version'
+) as CompiledQuery<{ version: string }>
+
+export interface CachedAnswer {
+  /** The JSON text of the answer; its length is its size in the cache. */
+  json: string
+}
+
+/**
+ * Answers repeated reads (a page of pets, a pet) from memory while a SQLite store has not changed
+ * since they were read, so that a hot page costs one tiny query instead of building it again. Any
+ * write, by this process or another one on the same file, empties it. On PostgreSQL, where other
+ * instances write unseen, every read goes to the store.
+ */
+export class StoreReadCache {
+  readonly #db: Db
+  readonly #enabled: boolean
+  readonly #answers = new LRUCache<string, CachedAnswer>({ maxSize: MAX_CACHED_CHARS, sizeCalculation: (answer) => Math.max(1, answer.json.length) })
+  #version = ''
+
+  constructor (db: Db) {
+    this.#db = db
+    this.#enabled = !isPostgres(db)
+  }
+
+  /** The answer for `key`: from memory while the store is unchanged, else from `load` (kept unless undefined). */
+  async get<T extends CachedAnswer> (key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    if (!this.#enabled) return await load()
+    // Read before loading: a write that lands in between changes the version, so what is kept under
+    // this one is dropped at the next read rather than served stale.
+    const version = await this.#storeVersion()
+    if (version !== this.#version) {
+      this.#answers.clear()
+      this.#version = version
+    }
+    const cached = this.#answers.get(key) as T | undefined
+    if (cached !== undefined) return cached
+    const answer = await load()
+    if (answer !== undefined && version === this.#version) this.#answers.set(key, answer)
+    return answer
+  }
+
+  async #storeVersion (): Promise<string> {
+    const { rows: [row] } = await this.#db.executeQuery(SQLITE_STORE_VERSION)
+    return row!.version
+  }
+}

@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { build, clientFor, createPet, forEachStore, tempDir } from '../helper.js'
+import { runCli } from '../process.js'
+
+// Reads of an unchanged SQLite store are answered from memory: every kind of write must be seen.
+forEachStore((store) => {
+  test('a page and a pet read before a write are read anew after it', async (t) => {
+    const testApp = await build(t, { store })
+    const client = await clientFor(testApp)
+    const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+    assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [rex])
+    assert.equal((await client.GET('/pets/{petId}', { params: { path: { petId: rex.id } } })).data!.status, 'available')
+
+    // A create through the group-commit path, then an order that changes the pet's status.
+    const tom = await createPet(testApp, { name: 'Tom', categoryId: 1 })
+    assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [rex, tom])
+    assert.equal((await client.POST('/store/orders', { body: { petId: rex.id } })).response.status, 201)
+    assert.equal((await client.GET('/pets/{petId}', { params: { path: { petId: rex.id } } })).data!.status, 'pending')
+    assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [tom])
+
+    // A create with an Idempotency-Key takes another path to the store.
+    const { data: kitty } = await client.POST('/pets', { body: { name: 'Kitty', categoryId: 2 }, params: { header: { 'idempotency-key': 'k-1' } } })
+    assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [tom, kitty])
+  })
+})
+
+test('pets written by another process on the same SQLite file are seen at once', async (t) => {
+  const testApp = await build(t)
+  const client = await clientFor(testApp)
+  const before = (await client.GET('/pets')).data!
+  assert.deepEqual(before, [])
+  const csv = join(tempDir(t), 'pets.csv')
+  writeFileSync(csv, 'name,categoryId\nRex,1\nTom,2\n')
+  const imported = await runCli(['pets', 'import', csv], { DATABASE_URL: testApp.config.DATABASE_URL })
+  assert.equal(imported.code, 0, imported.stdout + imported.stderr)
+  assert.deepEqual((await client.GET('/pets')).data!.map((pet) => pet.name), ['Rex', 'Tom'])
+})
