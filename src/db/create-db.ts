@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, type Dialect, type LogConfig, type SqliteDialectConfig } from 'kysely'
 import type { Database, Db } from './database.js'
 import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
+import { allowDirectReads } from './sqlite-reads.js'
 
 const SQLITE_PREFIX = 'sqlite:'
 const SQLITE_BUSY_TIMEOUT_MS = 500
@@ -14,15 +15,23 @@ const PG_INT8 = 20
  * one) and an optional query `log` (for metrics); the caller owns it and must `destroy()` it.
  */
 export function createDb (databaseUrl: string, poolSize = 10, durability: Durability = 'default', log?: LogConfig): Db {
-  const sqlite = databaseUrl.startsWith(SQLITE_PREFIX)
-  const dialect = sqlite ? createSqliteDialect(databaseUrl.slice(SQLITE_PREFIX.length), durability) : createPostgresDialect(databaseUrl, poolSize)
-  return new Kysely<Database>({ dialect, ...(log !== undefined && { log }) })
+  if (!databaseUrl.startsWith(SQLITE_PREFIX)) {
+    return new Kysely<Database>({ dialect: createPostgresDialect(databaseUrl, poolSize), ...(log !== undefined && { log }) })
+  }
+  const connection = openSqlite(databaseUrl.slice(SQLITE_PREFIX.length), durability)
+  const db = new Kysely<Database>({
+    dialect: new MultiProcessSqliteDialect({ database: withStatementCache(connection) }),
+    ...(log !== undefined && { log })
+  })
+  // Hot reads skip Kysely, unless every query must reach the log (store timings for metrics).
+  if (log === undefined) allowDirectReads(db, connection)
+  return db
 }
 
 /** `strict` also keeps commits through a power loss, by an fsync on each commit. */
 export type Durability = 'default' | 'strict'
 
-function createSqliteDialect (path: string, durability: Durability): Dialect {
+function openSqlite (path: string, durability: Durability): SqliteDatabase.Database {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true })
   const sqlite = new SqliteDatabase(path)
   // First, so that even switching to WAL waits for another process holding the file. better-sqlite3
@@ -36,7 +45,7 @@ function createSqliteDialect (path: string, durability: Durability): Dialect {
   sqlite.pragma('foreign_keys = ON')
   // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
   sqlite.defaultSafeIntegers(true)
-  return new MultiProcessSqliteDialect({ database: withStatementCache(sqlite) })
+  return sqlite
 }
 
 const STATEMENT_CACHE_SIZE = 200

@@ -1,7 +1,7 @@
-import { CompiledQuery } from 'kysely'
 import { LRUCache } from 'lru-cache'
 import type { Db } from './database.js'
 import { isPostgres } from './dialect.js'
+import { sqliteRead } from './sqlite-reads.js'
 
 /** Cached answers are JSON text; the cache holds at most this many characters of them. */
 const MAX_CACHED_CHARS = 8 * 1024 * 1024
@@ -9,10 +9,8 @@ const MAX_CACHED_CHARS = 8 * 1024 * 1024
 // data_version changes when another connection (another process) commits, schema_version on any
 // schema change, total_changes() when this connection writes rows. Together they change whenever
 // the store may have; one call costs a few µs.
-const SQLITE_STORE_VERSION = CompiledQuery.raw(
-  'select (select data_version from pragma_data_version) || \':\' || (select schema_version from pragma_schema_version) || ' +
-  '\':\' || total_changes() as version'
-) as CompiledQuery<{ version: string }>
+const SQLITE_STORE_VERSION = 'select (select data_version from pragma_data_version) || \':\' || ' +
+  '(select schema_version from pragma_schema_version) || \':\' || total_changes() as version'
 
 export interface CachedAnswer {
   /** The JSON text of the answer; its length is its size in the cache. */
@@ -20,7 +18,7 @@ export interface CachedAnswer {
 }
 
 /**
- * Answers repeated reads (a page of pets, a pet) from memory while a SQLite store has not changed
+ * Answers repeated reads (a page of pets) from memory while a SQLite store has not changed
  * since they were read, so that a hot page costs one tiny query instead of building it again. Any
  * write, by this process or another one on the same file, empties it. On PostgreSQL, where other
  * instances write unseen, every read goes to the store.
@@ -54,7 +52,7 @@ export class StoreReadCache {
   }
 
   async #storeVersion (): Promise<string> {
-    const { rows: [row] } = await this.#db.executeQuery(SQLITE_STORE_VERSION)
+    const [row] = await sqliteRead<{ version: string }>(this.#db, SQLITE_STORE_VERSION, [])
     return row!.version
   }
 }

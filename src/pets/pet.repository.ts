@@ -1,8 +1,9 @@
-import { CompiledQuery, sql } from 'kysely'
+import { sql } from 'kysely'
 import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
 import { compiledOnce } from '../db/compiled-once.js'
 import { isPostgres } from '../db/dialect.js'
+import { sqliteRead } from '../db/sqlite-reads.js'
 import type { Pet, PetStatus } from './pet.schemas.js'
 
 const PET_COLUMNS = ['id', 'name', 'category_id as categoryId', 'status'] as const
@@ -45,11 +46,10 @@ export async function findPetPage (db: Db, { status, afterId = 0n, limit }: PetF
     return { json: stringifyExact(pets)!, nextAfterId: more ? pets[limit - 1]!.id : undefined }
   }
   const filter = status === undefined ? [] : [status]
-  const { rows: [page] } = await db.executeQuery<{ json: string, count: bigint, lastId: bigint | null }>(
-    CompiledQuery.raw(status === undefined ? SQLITE_PAGE_ALL : SQLITE_PAGE_BY_STATUS, [...filter, afterId, limit]))
+  const [page] = await sqliteRead<{ json: string, count: bigint, lastId: bigint | null }>(
+    db, status === undefined ? SQLITE_PAGE_ALL : SQLITE_PAGE_BY_STATUS, [...filter, afterId, limit])
   if (page === undefined || page.lastId === null || page.count < BigInt(limit)) return { json: page?.json ?? '[]', nextAfterId: undefined }
-  const { rows: more } = await db.executeQuery(
-    CompiledQuery.raw(status === undefined ? SQLITE_MORE_ALL : SQLITE_MORE_BY_STATUS, [...filter, page.lastId]))
+  const more = await sqliteRead(db, status === undefined ? SQLITE_MORE_ALL : SQLITE_MORE_BY_STATUS, [...filter, page.lastId])
   return { json: page.json, nextAfterId: more.length > 0 ? page.lastId : undefined }
 }
 
@@ -59,7 +59,7 @@ export async function findPetJsonById (db: Db, id: bigint): Promise<string | und
     const pet = await db.selectFrom('pets').select(PET_COLUMNS).where('id', '=', id).executeTakeFirst()
     return pet === undefined ? undefined : stringifyExact(pet)
   }
-  const { rows: [row] } = await db.executeQuery<{ json: string }>(CompiledQuery.raw(SQLITE_PET_BY_ID, [id]))
+  const [row] = await sqliteRead<{ json: string }>(db, SQLITE_PET_BY_ID, [id])
   return row?.json
 }
 

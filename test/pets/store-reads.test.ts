@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { build, clientFor, createPet, forEachStore, tempDir } from '../helper.js'
+import { findPetJsonById, insertPet } from '../../src/pets/pet.repository.js'
+import { build, clientFor, createPet, createTestDb, forEachStore, tempDir } from '../helper.js'
 import { runCli } from '../process.js'
 
 // Reads of an unchanged SQLite store are answered from memory: every kind of write must be seen.
@@ -37,4 +38,18 @@ test('pets written by another process on the same SQLite file are seen at once',
   const imported = await runCli(['pets', 'import', csv], { DATABASE_URL: testApp.config.DATABASE_URL })
   assert.equal(imported.code, 0, imported.stdout + imported.stderr)
   assert.deepEqual((await client.GET('/pets')).data!.map((pet) => pet.name), ['Rex', 'Tom'])
+})
+
+test('a read while a transaction is open on the SQLite connection does not see its uncommitted rows', async (t) => {
+  const { db } = await createTestDb(t)
+  let read: Promise<string | undefined> | undefined
+  let id = 0n
+  await assert.rejects(db.transaction().execute(async (trx) => {
+    id = (await insertPet(trx, { name: 'Ghost', categoryId: 1n, status: 'available' })).id
+    read = findPetJsonById(db, id)
+    throw new Error('roll back')
+  }), /roll back/)
+  assert.equal(await read, undefined)
+  const committed = await insertPet(db, { name: 'Rex', categoryId: 1n, status: 'available' })
+  assert.match((await findPetJsonById(db, committed.id))!, /"name":"Rex"/)
 })
