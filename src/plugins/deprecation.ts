@@ -31,8 +31,9 @@ export function deprecationHeaders ({ since, sunset, successor }: DeprecationNot
  * before authentication so that a 401 carries them too.
  */
 export default fp(async (app) => {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     const headers = request.routeOptions.config.deprecation
     if (headers !== undefined) reply.headers(headers)
+    done()
   })
 }, { name: 'deprecation' })

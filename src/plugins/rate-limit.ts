@@ -20,15 +20,14 @@ export interface RateLimiterOptions {
   namespace: string
 }
 
-const UNLIMITED: RateLimiter = { admitKey: async () => {}, admitAnonymous: async () => {} }
-
 /**
  * Fixed one-minute windows counted by @fastify/rate-limit, in memory or, with REDIS_URL, in Redis
  * shared by every instance. Answers carry the RateLimit and RateLimit-Policy headers of
  * draft-ietf-httpapi-ratelimit-headers-11 (the plugin's own draft headers are an older draft's).
+ * Undefined when limiting is off (a limit of 0).
  */
-export async function createRateLimiter (app: FastifyInstance, { perMinute, redisUrl, namespace }: RateLimiterOptions): Promise<RateLimiter> {
-  if (perMinute === 0) return UNLIMITED
+export async function createRateLimiter (app: FastifyInstance, { perMinute, redisUrl, namespace }: RateLimiterOptions): Promise<RateLimiter | undefined> {
+  if (perMinute === 0) return undefined
   // Without a queue, commands fail at once while Redis is down, and limiting fails open (skipOnError)
   // rather than taking the API down with it.
   const redis = redisUrl === undefined ? undefined : await connectRedis(redisUrl)

@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { describe, test } from 'node:test'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../../src/api-keys/api-key.service.js'
 import { build, createKey, errorOf, forEachStore } from '../helper.js'
 
-forEachStore((store) => {
+// With rate limiting off, a cached key takes a path of its own (no promise): both are tested.
+for (const limit of ['600', '0']) describe(`with RATE_LIMIT_PER_MINUTE=${limit}`, () => forEachStore((store) => {
   const NO_CACHE = { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 }
+  const env = { RATE_LIMIT_PER_MINUTE: limit }
 
   test('every /v1 operation answers 401 without a key, with WWW-Authenticate: Bearer', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     for (const [method, url] of [['GET', '/v1/pets'], ['POST', '/v1/pets'], ['GET', '/v1/pets/1']] as const) {
       const response = await testApp.app.inject({ method, url, payload: method === 'POST' ? { name: 'Rex', categoryId: 1 } : undefined })
       assert.equal(response.statusCode, 401, `${method} ${url}`)
@@ -18,7 +20,7 @@ forEachStore((store) => {
   })
 
   test('a malformed, unknown, other-scheme or empty credential is a 401', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     const forged = generateApiKey().key
     const cases = [
       `Bearer ${forged}`, // well formed but never issued
@@ -40,13 +42,13 @@ forEachStore((store) => {
   })
 
   test('a wrong key gets error="invalid_token" (RFC 6750 section 3)', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     const response = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${generateApiKey().key}` } })
     assert.equal(response.headers['www-authenticate'], 'Bearer realm="petstore", error="invalid_token"')
   })
 
   test('the scheme name is case-insensitive', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     const key = testApp.auth.authorization.slice('Bearer '.length)
     for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
       const response = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `${scheme} ${key}` } })
@@ -55,7 +57,7 @@ forEachStore((store) => {
   })
 
   test('a revoked key is refused once the cache entry expires', async (t) => {
-    const testApp = await build(t, { store, verifierOptions: NO_CACHE })
+    const testApp = await build(t, { store, env, verifierOptions: NO_CACHE })
     const { id, key } = await createKey(testApp.db, 'to revoke')
     const headers = { authorization: `Bearer ${key}` }
     assert.equal((await testApp.app.inject({ url: '/v1/pets', headers })).statusCode, 200)
@@ -68,7 +70,7 @@ forEachStore((store) => {
   })
 
   test('a key created while the server runs works at once', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     const unknown = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${generateApiKey().key}` } })
     assert.equal(unknown.statusCode, 401)
     const { key } = await createKey(testApp.db, 'new')
@@ -76,7 +78,7 @@ forEachStore((store) => {
   })
 
   test('authentication comes first: no 404, 405, 400, 413 or 415 before the 401', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     const requests = [
       { method: 'GET', url: '/v1/nothing-here' },
       { method: 'GET', url: '/v1/pets/999' },
@@ -95,7 +97,7 @@ forEachStore((store) => {
   })
 
   test('last-used times are recorded without a write per request', async (t) => {
-    const testApp = await build(t, { store })
+    const testApp = await build(t, { store, env })
     const before = await testApp.db.selectFrom('api_keys').select('last_used_at').executeTakeFirstOrThrow()
     assert.equal(before.last_used_at, null)
     await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
@@ -105,4 +107,4 @@ forEachStore((store) => {
     const after = await testApp.db.selectFrom('api_keys').select('last_used_at').executeTakeFirstOrThrow()
     assert.ok(after.last_used_at !== null && Date.now() - Date.parse(after.last_used_at) < 60_000)
   })
-})
+}))
