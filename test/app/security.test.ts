@@ -13,7 +13,8 @@ test('answers carry security headers and no X-Powered-By, errors included', asyn
     const response = await testApp.app.inject(request)
     assert.equal(response.headers['x-content-type-options'], 'nosniff', request.url)
     assert.equal(response.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'")
-    assert.equal(response.headers['x-frame-options'], 'SAMEORIGIN')
+    assert.equal(response.headers['x-frame-options'], 'DENY')
+    assert.equal(response.headers['cross-origin-resource-policy'], 'same-origin')
     assert.match(String(response.headers['strict-transport-security']), /max-age=\d+/)
     assert.equal(response.headers['x-powered-by'], undefined)
   }
