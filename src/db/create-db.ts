@@ -4,7 +4,7 @@ import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, type Dialect, type LogConfig, type SqliteDialectConfig } from 'kysely'
 import type { Database, Db } from './database.js'
 import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
-import { allowDirectReads } from './sqlite-reads.js'
+import { allowDirectAccess } from './sqlite-direct.js'
 
 const SQLITE_PREFIX = 'sqlite:'
 const SQLITE_BUSY_TIMEOUT_MS = 500
@@ -23,8 +23,8 @@ export function createDb (databaseUrl: string, poolSize = 10, durability: Durabi
     dialect: new MultiProcessSqliteDialect({ database: withStatementCache(connection) }),
     ...(log !== undefined && { log })
   })
-  // Hot reads skip Kysely, unless every query must reach the log (store timings for metrics).
-  if (log === undefined) allowDirectReads(db, connection)
+  // The hot paths skip Kysely, unless every query must reach the log (store timings for metrics).
+  if (log === undefined) allowDirectAccess(db, connection)
   return db
 }
 

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Db } from './database.js'
 import { isPostgres } from './dialect.js'
-import { sqliteRead } from './sqlite-reads.js'
+import { sqliteRead } from './sqlite-direct.js'
 
 /** Cached answers are JSON text; the cache holds at most this many characters of them. */
 const MAX_CACHED_CHARS = 8 * 1024 * 1024

@@ -3,7 +3,7 @@ import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
 import { compiledOnce } from '../db/compiled-once.js'
 import { isPostgres } from '../db/dialect.js'
-import { sqliteRead } from '../db/sqlite-reads.js'
+import { sqliteRead, sqliteTransactionNow } from '../db/sqlite-direct.js'
 import type { Pet, PetStatus } from './pet.schemas.js'
 
 const PET_COLUMNS = ['id', 'name', 'category_id as categoryId', 'status'] as const
@@ -91,4 +91,17 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
     return await insert(trx)
   }
   return db.isTransaction ? await lockedInsert(db) : await db.transaction().execute(lockedInsert)
+}
+
+/**
+ * Stores pets in one transaction at once, straight on a free SQLite connection, and returns them
+ * with their ids; undefined, with nothing stored, when the caller must use `insertPet` in a Kysely
+ * transaction instead (see `sqliteTransactionNow`).
+ */
+export function insertPetsNow (db: Db, pets: readonly PetValues[]): Pet[] | undefined {
+  const createdAt = new Date().toISOString()
+  return sqliteTransactionNow(db, (query) => pets.map((pet) => {
+    const { sql, parameters } = INSERT_PET(db, [pet.name, pet.categoryId, pet.status, createdAt])
+    return query<Pet>(sql, parameters)[0]!
+  }))
 }
