@@ -6,17 +6,17 @@ import type { Config } from './config.js'
 import type { Db } from './db/database.js'
 import { StoreReadCache } from './db/read-cache.js'
 import { findSetting } from './db/settings.repository.js'
-import apiDocs from './plugins/api-docs.js'
 import { healthRoutes } from './health/health.routes.js'
 import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createCursorCodec } from './pagination/cursor.js'
 import { PET_NAME_FORMAT } from './pets/pet-name.js'
 import { PetInsertQueue } from './pets/pet-insert-queue.js'
-import { ORDER_STATUSES } from './orders/order.schemas.js'
 import { orderRoutes } from './orders/order.routes.js'
+import { ORDER_STATUSES } from './orders/order.schemas.js'
 import { petRoutes } from './pets/pet.routes.js'
 import { PET_STATUSES } from './pets/pet.schemas.js'
+import apiDocs from './plugins/api-docs.js'
 import auth from './plugins/auth.js'
 import deprecation from './plugins/deprecation.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
@@ -94,7 +94,12 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     await v1.register(petRoutes, {
-      db, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates: new IdempotentCreates(db), insertQueue: new PetInsertQueue(db), readCache: new StoreReadCache(db), apiUrl
+      db,
+      cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES),
+      idempotentCreates: new IdempotentCreates(db),
+      insertQueue: new PetInsertQueue(db),
+      readCache: new StoreReadCache(db),
+      apiUrl
     })
     await v1.register(orderRoutes, { db, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
   }, { prefix: '/v1' })

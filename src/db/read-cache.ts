@@ -34,8 +34,8 @@ export class StoreReadCache {
     this.#enabled = !isPostgres(db)
   }
 
-  /** The answer for `key`: from memory while the store is unchanged, else from `load` (kept unless undefined). */
-  async get<T extends CachedAnswer> (key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+  /** The answer for `key`: from memory while the store is unchanged, else from `load` (and kept). */
+  async get<T extends CachedAnswer> (key: string, load: () => Promise<T>): Promise<T> {
     if (!this.#enabled) return await load()
     // Read before loading: a write that lands in between changes the version, so what is kept under
     // this one is dropped at the next read rather than served stale.
@@ -47,7 +47,7 @@ export class StoreReadCache {
     const cached = this.#answers.get(key) as T | undefined
     if (cached !== undefined) return cached
     const answer = await load()
-    if (answer !== undefined && version === this.#version) this.#answers.set(key, answer)
+    if (version === this.#version) this.#answers.set(key, answer)
     return answer
   }
 

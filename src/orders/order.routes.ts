@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js'
 import { ApiError, errorResponses } from '../errors.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
-import { DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
+import { afterIdOfCursor, DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import { findOrderById, findOrderPage, moveOrder, placeOrder } from './order.repository.js'
 import { ListOrdersQuery, NewOrder, Order, OrderIdParams, OrderList, OrderStatusChange, type OrderStatus } from './order.schemas.js'
@@ -57,10 +57,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
-    const afterId = cursor === undefined ? undefined : cursorCodec.decode(cursor, status)
-    if (cursor !== undefined && afterId === undefined) {
-      throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
-    }
+    const afterId = afterIdOfCursor(cursorCodec, cursor, status)
     const page = await findOrderPage(db, { status, afterId, limit })
     if (page.nextAfterId !== undefined) {
       reply.header('link', nextPageLink(apiUrl, cursorCodec, { path: '/store/orders', limit, status, afterId: page.nextAfterId }))

@@ -1,4 +1,6 @@
 import { Type } from 'typebox'
+import { ApiError } from '../errors.js'
+import type { CursorCodec } from './cursor.js'
 
 export const DEFAULT_PAGE_LIMIT = 20
 
@@ -12,3 +14,11 @@ export const PageCursor = Type.Optional(Type.String({
   maxLength: 200,
   description: 'Opaque position from the `Link: rel="next"` header of the previous page'
 }))
+
+/** The keyset position a `cursor` parameter stands for (none without one); a 400 when it was not made for this list and filter. */
+export function afterIdOfCursor<Filter extends string> (codec: CursorCodec<Filter>, cursor: string | undefined, filter: Filter | undefined): bigint | undefined {
+  if (cursor === undefined) return undefined
+  const afterId = codec.decode(cursor, filter)
+  if (afterId === undefined) throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
+  return afterId
+}

@@ -7,7 +7,7 @@ import { ApiError, errorResponses } from '../errors.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
-import { DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
+import { afterIdOfCursor, DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
 import type { PetInsertQueue } from './pet-insert-queue.js'
 import { findPetJsonById, findPetPage, insertPet } from './pet.repository.js'
@@ -40,16 +40,13 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
-    const afterId = cursor === undefined ? undefined : cursorCodec.decode(cursor, status)
-    if (cursor !== undefined && afterId === undefined) {
-      throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
-    }
+    const afterId = afterIdOfCursor(cursorCodec, cursor, status)
     const page = await readCache.get(`pets?${status}&${afterId}&${limit}`, async () => {
       const { json, nextAfterId } = await findPetPage(db, { status, afterId, limit })
       return { json, link: nextAfterId === undefined ? undefined : nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: nextAfterId }) }
     })
-    if (page!.link !== undefined) reply.header('link', page!.link)
-    return sendJson(reply, page!.json)
+    if (page.link !== undefined) reply.header('link', page.link)
+    return sendJson(reply, page.json)
   })
 
   app.post('/pets', {
