@@ -14,7 +14,8 @@ const PATHS = [
   '/v1/pets', '/v1/pets', '/v1/pets/1', '/v1/pets/0', '/v1/pets/-1', '/v1/pets/abc', '/v1/pets/1.5',
   '/v1/pets/99999999999999999999999', '/v1/pets/9223372036854775808', '/v1/pets/%00', '/v1/pets/%ZZ',
   '/v1/pets/%E0%A4%A', '/v1//pets', '/v1/pets/../pets', '/v1/pets/1/', '/v1/PETS', '/v1', '/', '/healthz',
-  '/v1/openapi.json', '/v1/store/orders', '/%2e%2e/etc/passwd', `/v1/pets/${'9'.repeat(300)}`, `/${'a'.repeat(5000)}`
+  '/v1/openapi.json', '/v1/store/orders', '/v1/store/orders/1', '/v1/store/orders/0', '/v1/store/orders/abc',
+  '/v1/store/orders/9223372036854775808', '/docs', '/docs/static/../../package.json', '/%2e%2e/etc/passwd', `/v1/pets/${'9'.repeat(300)}`, `/${'a'.repeat(5000)}`
 ]
 const QUERIES = [
   '', '', '?limit=5', '?limit=0', '?limit=101', '?limit=abc', '?limit=1.5', '?limit=-1', '?limit=1e1',
@@ -34,7 +35,10 @@ const BODIES = [
   '{"name":"a\\u0000b","categoryId":1}', '{"name":"Rex","categoryId":99999999999999999999999999}',
   '{"name":"Rex","categoryId":1e400}', '{"name":"Rex","categoryId":-0}', '{"name":"Rex","categoryId":9223372036854775807}',
   '{"name":{"$gt":""},"categoryId":1}', `{"name":"${'x'.repeat(20_000)}","categoryId":1}`, '\u0000\u0001\u0002',
-  '{"name":"Rex","categoryId":1}garbage', '{"name":"Rex","name":"Max","categoryId":1}', '\ufeff{"name":"Rex","categoryId":1}'
+  '{"name":"Rex","categoryId":1}garbage', '{"name":"Rex","name":"Max","categoryId":1}', '\ufeff{"name":"Rex","categoryId":1}',
+  // Orders for a pet that does not exist, and moves of orders that do not: the pets made before stay as they are.
+  '{"petId":999999}', '{"petId":"1"}', '{"petId":-1}', '{"petId":99999999999999999999}', '{"status":"approved"}',
+  '{"status":"cancelled","petId":1}', '{"status":null}'
 ]
 
 function hostileRequest (random: Random, validAuth: string): InjectOptions {
