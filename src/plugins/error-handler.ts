@@ -52,11 +52,14 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
   reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
 }
 
-/** 405 with `Allow` when the path exists for other methods, else 404. */
+/**
+ * 405 with `Allow` when the path exists for other methods only, else 404 (also when a route of this
+ * method found nothing, as the static files of /docs do).
+ */
 export async function answerNotFound (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const path = request.url.split('?', 1)[0] ?? '/'
   const allowed = ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
-  if (allowed.length > 0) {
+  if (allowed.length > 0 && !allowed.includes(request.method)) {
     throw new ApiError(405, 'method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`, {
       headers: { allow: allowed.join(', ') }
     })

@@ -24,6 +24,17 @@ forEachStore((store) => {
     }
   })
 
+  test('a file the docs page does not have is a 404, not a 405 for the method its route allows', async (t) => {
+    const testApp = await build(t, { store })
+    for (const url of ['/docs/static/nope.js', '/docs/static/..%2f..%2fpackage.json']) {
+      for (const method of ['GET', 'HEAD'] as const) {
+        const response = await testApp.app.inject({ method, url })
+        assert.equal(response.statusCode, 404, `${method} ${url}`)
+        if (method === 'GET') assert.equal(errorOf(response).code, 'not_found')
+      }
+    }
+  })
+
   test('a malformed URL is a 400 Error body', async (t) => {
     const testApp = await build(t, { store })
     const response = await testApp.app.inject({ url: '/v1/pets/%E0%A4%A', headers: testApp.auth })
