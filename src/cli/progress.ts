@@ -1,11 +1,11 @@
 import { Presets, SingleBar } from 'cli-progress'
 
-/** Shows how far a long task has got: a bar on a terminal, a plain line at most every `intervalMs` otherwise. */
 export interface Progress {
   update (done: number): void
   stop (): void
 }
 
+/** Shows how far a long task has got: a bar on a terminal, a plain line at most every `intervalMs` otherwise. */
 export function createProgress (total: number, label: string, stream: NodeJS.WriteStream = process.stderr, intervalMs = 1000): Progress {
   if (stream.isTTY === true) {
     const bar = new SingleBar({

@@ -3,11 +3,11 @@ import { formatValidationErrors } from '../validation/validation-error-message.j
 import { createValidatorCompiler } from '../validation/validator-compiler.js'
 import type { ImportRow, RejectedRow } from './pet-import-file.js'
 import { PET_NAME_FORMAT } from './pet-name.js'
-import { insertPet } from './pet.repository.js'
+import { insertPetBatch, insertPetsNow } from './pet.repository.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
 export interface ImportOptions {
-  /** Rows per transaction. */
+  /** Rows per transaction (and per INSERT on PostgreSQL): at most 5,000. */
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
@@ -46,9 +46,8 @@ export async function importPets (db: Db, rows: ImportRow[], { batchSize, dryRun
     }
     try {
       if (!dryRun && batch.length > 0) {
-        await db.transaction().execute(async (trx) => {
-          for (const { pet } of batch) await insertPet(trx, { ...pet, status: pet.status ?? DEFAULT_PET_STATUS })
-        })
+        const pets = batch.map(({ pet }) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS }))
+        if (insertPetsNow(db, pets) === undefined) await db.transaction().execute((trx) => insertPetBatch(trx, pets))
       }
       report.storedLines.push(...lines)
     } catch (error) {

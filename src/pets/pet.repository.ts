@@ -94,6 +94,19 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
 }
 
 /**
+ * Stores many pets with one INSERT, inside the caller's transaction (on PostgreSQL under the lock that
+ * orders pet ids); for bulk loads, where a round trip per pet would dominate.
+ */
+export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Promise<void> {
+  if (pets.length === 0) return
+  if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)})`.execute(trx)
+  const createdAt = new Date().toISOString()
+  await trx.insertInto('pets')
+    .values(pets.map((pet) => ({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: createdAt })))
+    .execute()
+}
+
+/**
  * Stores pets in one transaction at once, straight on a free SQLite connection, and returns them
  * with their ids; undefined, with nothing stored, when the caller must use `insertPet` in a Kysely
  * transaction instead (see `sqliteTransactionNow`).
