@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
+import { apiValidatorCompiler } from './api-validator.js'
 import type { Config } from './config.js'
 import type { Db } from './db/database.js'
 import { StoreReadCache } from './db/read-cache.js'
@@ -10,7 +11,6 @@ import { healthRoutes } from './health/health.routes.js'
 import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createCursorCodec } from './pagination/cursor.js'
-import { PET_NAME_FORMAT } from './pets/pet-name.js'
 import { PetInsertQueue } from './pets/pet-insert-queue.js'
 import { orderRoutes } from './orders/order.routes.js'
 import { ORDER_STATUSES } from './orders/order.schemas.js'
@@ -28,7 +28,6 @@ import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
 import { RequestLogAtDebug } from './logger.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
-import { createValidatorCompiler } from './validation/validator-compiler.js'
 
 /** Limits that are always on; the README's "Limits" table lists them. */
 export const LIMITS = {
@@ -68,7 +67,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = LIMITS.maxConnections
-  app.setValidatorCompiler(createValidatorCompiler({ 'pet-name': PET_NAME_FORMAT }))
+  app.setValidatorCompiler(apiValidatorCompiler)
   await app.register(errorHandler)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding)

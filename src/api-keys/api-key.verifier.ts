@@ -36,13 +36,15 @@ export class ApiKeyVerifier {
 
   /** The id of the key when it is valid and not revoked; otherwise undefined. */
   async verify (presented: string): Promise<bigint | undefined> {
-    const cached = this.verifyCached(presented)
-    if (cached !== undefined || !isWellFormedApiKey(presented)) return cached
+    if (!isWellFormedApiKey(presented)) return undefined
     const hash = hashApiKey(presented)
-    const row = await findApiKeyByHash(this.#db, hash)
-    if (row === undefined) return undefined
-    const key = { id: row.id, revoked: row.revoked_at !== null }
-    this.#cache.set(hash, key)
+    let key = this.#cache.get(hash)
+    if (key === undefined) {
+      const row = await findApiKeyByHash(this.#db, hash)
+      if (row === undefined) return undefined
+      key = { id: row.id, revoked: row.revoked_at !== null }
+      this.#cache.set(hash, key)
+    }
     return this.#admit(key)
   }
 
@@ -52,12 +54,12 @@ export class ApiKeyVerifier {
    */
   verifyCached (presented: string): bigint | undefined {
     if (!isWellFormedApiKey(presented)) return undefined
-    // Keys are found by the SHA-256 of their text, never compared as text: the lookup's timing can
-    // tell only about digests, which gives no way to a valid key.
     const key = this.#cache.get(hashApiKey(presented))
     return key === undefined ? undefined : this.#admit(key)
   }
 
+  // Keys are found by the SHA-256 of their text, never compared as text: the lookup's timing can
+  // tell only about digests, which gives no way to a valid key.
   #admit (key: CachedKey): bigint | undefined {
     if (key.revoked) return undefined
     this.#lastUsed.set(key.id, Date.now())

@@ -1,12 +1,11 @@
-import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
-import { isPostgres } from '../db/dialect.js'
+import { lockIdOrder } from '../db/id-order-lock.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import type { Order, OrderStatus } from './order.schemas.js'
 
 const ORDER_COLUMNS = ['id', 'pet_id as petId', 'status', 'created_at as createdAt', 'updated_at as updatedAt'] as const
 
-// Any constant shared by every instance; names the lock that orders order inserts (see insertPet).
+// Names the lock that orders order ids (see lockIdOrder).
 const ORDER_INSERT_LOCK = 7_340_002
 
 export type PlaceOrderResult =
@@ -29,8 +28,7 @@ export async function placeOrder (db: Db, petId: bigint): Promise<PlaceOrderResu
         const pet = await trx.selectFrom('pets').select('id').where('id', '=', petId).executeTakeFirst()
         return { outcome: pet === undefined ? 'pet_not_found' : 'pet_not_available' }
       }
-      // As for pets: on PostgreSQL, ids must commit in increasing order for keyset paging to see every order.
-      if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(ORDER_INSERT_LOCK)})`.execute(trx)
+      await lockIdOrder(trx, ORDER_INSERT_LOCK)
       const now = new Date().toISOString()
       const order = await trx.insertInto('orders')
         .values({ pet_id: petId, status: 'placed', created_at: now, updated_at: now })

@@ -1,8 +1,7 @@
+import { apiValidatorCompiler } from '../api-validator.js'
 import type { Db } from '../db/database.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
-import { createValidatorCompiler } from '../validation/validator-compiler.js'
 import type { ImportRow, RejectedRow } from './pet-import-file.js'
-import { PET_NAME_FORMAT } from './pet-name.js'
 import { insertPetBatch, insertPetsNow } from './pet.repository.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
@@ -30,7 +29,7 @@ export interface ImportReport {
  * exact int64), then stores the valid ones in batches, one transaction each.
  */
 export async function importPets (db: Db, rows: ImportRow[], { batchSize, dryRun, onProgress }: ImportOptions): Promise<ImportReport> {
-  const validate = createValidatorCompiler({ 'pet-name': PET_NAME_FORMAT })({ schema: NewPet, method: 'POST', url: '/v1/pets', httpPart: 'body' })
+  const validate = apiValidatorCompiler({ schema: NewPet, method: 'POST', url: '/v1/pets', httpPart: 'body' })
   const report: ImportReport = { storedLines: [], rejected: [], notTriedLines: [] }
 
   for (let start = 0; start < rows.length; start += batchSize) {

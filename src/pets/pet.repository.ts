@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
 import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
 import { compiledOnce } from '../db/compiled-once.js'
 import { isPostgres } from '../db/dialect.js'
+import { lockIdOrder } from '../db/id-order-lock.js'
 import { sqliteRead, sqliteTransactionNow } from '../db/sqlite-direct.js'
 import type { Pet, PetStatus } from './pet.schemas.js'
 
@@ -69,7 +69,7 @@ export interface PetValues {
   status: PetStatus
 }
 
-// Any constant shared by every instance; names the lock that orders pet inserts.
+// Names the lock that orders pet ids (see lockIdOrder).
 const PET_INSERT_LOCK = 7_340_001
 
 const INSERT_PET = compiledOnce((db) => db.insertInto('pets')
@@ -82,12 +82,9 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
     const { rows } = await trx.executeQuery(INSERT_PET(trx, [pet.name, pet.categoryId, pet.status, new Date().toISOString()]))
     return rows[0]!
   }
-  // SQLite has one writer, so ids commit in order. PostgreSQL hands out sequence values to concurrent
-  // transactions that may commit out of order, and a keyset reader could then skip a pet: taking a
-  // transaction lock before the id is drawn makes ids commit in increasing order, on every instance.
   if (!isPostgres(db)) return await insert(db)
   const lockedInsert = async (trx: Db) => {
-    await sql`select pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)})`.execute(trx)
+    await lockIdOrder(trx, PET_INSERT_LOCK)
     return await insert(trx)
   }
   return db.isTransaction ? await lockedInsert(db) : await db.transaction().execute(lockedInsert)
@@ -99,7 +96,7 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
  */
 export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Promise<void> {
   if (pets.length === 0) return
-  if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)})`.execute(trx)
+  await lockIdOrder(trx, PET_INSERT_LOCK)
   const createdAt = new Date().toISOString()
   await trx.insertInto('pets')
     .values(pets.map((pet) => ({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: createdAt })))
@@ -113,8 +110,6 @@ export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Prom
  */
 export function insertPetsNow (db: Db, pets: readonly PetValues[]): Pet[] | undefined {
   const createdAt = new Date().toISOString()
-  return sqliteTransactionNow(db, (query) => pets.map((pet) => {
-    const { sql, parameters } = INSERT_PET(db, [pet.name, pet.categoryId, pet.status, createdAt])
-    return query<Pet>(sql, parameters)[0]!
-  }))
+  const insert = INSERT_PET(db, []).sql
+  return sqliteTransactionNow(db, (query) => pets.map((pet) => query<Pet>(insert, [pet.name, pet.categoryId, pet.status, createdAt])[0]!))
 }

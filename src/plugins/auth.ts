@@ -30,11 +30,8 @@ const INVALID_CREDENTIALS = new ApiError(401, 'unauthorized', 'The API key is in
 export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefined }>(async (app, { verifier, rateLimiter }) => {
   app.decorateRequest('apiKeyId', 0n)
 
-  const accept = (request: FastifyRequest, reply: FastifyReply, keyId: bigint) => {
-    request.apiKeyId = keyId
-    // Authenticated answers are for one client only: no shared cache may keep them.
-    reply.header('cache-control', 'no-store')
-  }
+  // Authenticated answers are for one client only: no shared cache may keep them.
+  const markPrivate = (reply: FastifyReply) => reply.header('cache-control', 'no-store')
 
   const authenticate = async (request: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
     const keyId = token === undefined ? undefined : await verifier.verify(token)
@@ -44,7 +41,7 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
     }
     request.apiKeyId = keyId // the rate limit counts by key
     await rateLimiter?.admitKey(request, reply)
-    accept(request, reply, keyId)
+    markPrivate(reply)
   }
 
   app.addHook('onRequest', (request, reply, done) => {
@@ -52,7 +49,8 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
     // The hot path, without a promise: a key verified in the last seconds and no limit to count.
     const keyId = rateLimiter === undefined && token !== undefined ? verifier.verifyCached(token) : undefined
     if (keyId !== undefined) {
-      accept(request, reply, keyId)
+      request.apiKeyId = keyId
+      markPrivate(reply)
       done()
       return
     }

@@ -26,7 +26,7 @@ export function createValidatorCompiler (formats: Record<string, StringFormat>):
 function withFormatRules (validate: ValidateFunction, formats: Record<string, StringFormat>) {
   const withRules = (data: unknown): boolean => {
     const valid = validate(data)
-    withRules.errors = validate.errors?.map((error) => {
+    withRules.errors = valid ? undefined : validate.errors?.map((error) => {
       const rule = error.keyword === 'format' ? formats[error.params.format as string]?.rule : undefined
       return rule === undefined ? error : { ...error, message: rule }
     })

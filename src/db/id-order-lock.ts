@@ -1,0 +1,13 @@
+import { sql } from 'kysely'
+import type { Db } from './database.js'
+import { isPostgres } from './dialect.js'
+
+/**
+ * Makes ids of one table commit in increasing order, inside the caller's transaction, before the id
+ * is drawn. SQLite has one writer, so they do already. PostgreSQL hands out sequence values to
+ * concurrent transactions that may commit out of order, and a keyset reader could then skip a row:
+ * a transaction-scoped advisory lock, named by a constant shared by every instance, prevents that.
+ */
+export async function lockIdOrder (trx: Db, lock: number): Promise<void> {
+  if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(lock)})`.execute(trx)
+}
