@@ -1,10 +1,11 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, realpathSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, type Dialect, type LogConfig, type SqliteDialectConfig } from 'kysely'
 import type { Database, Db } from './database.js'
 import { MultiProcessSqliteDialect } from './sqlite-dialect.js'
 import { allowDirectAccess } from './sqlite-direct.js'
+import { WalIndexStamp, watchCommits } from './wal-index-stamp.js'
 
 const SQLITE_PREFIX = 'sqlite:'
 const SQLITE_BUSY_TIMEOUT_MS = 500
@@ -19,10 +20,13 @@ export function createDb (databaseUrl: string, poolSize = 10, durability: Durabi
     return new Kysely<Database>({ dialect: createPostgresDialect(databaseUrl, poolSize), ...(log !== undefined && { log }) })
   }
   const connection = openSqlite(databaseUrl.slice(SQLITE_PREFIX.length), durability)
+  // SQLite names the WAL index after the database file, its symbolic links resolved.
+  const walIndex = isWal(connection) ? new WalIndexStamp(`${realpathSync(connection.name)}-shm`) : undefined
   const db = new Kysely<Database>({
-    dialect: new MultiProcessSqliteDialect({ database: withStatementCache(connection) }),
+    dialect: new MultiProcessSqliteDialect({ database: withStatementCache(connection, () => walIndex?.close()) }),
     ...(log !== undefined && { log })
   })
+  if (walIndex !== undefined) watchCommits(db, walIndex)
   // The hot paths skip Kysely, unless every query must reach the log (store timings for metrics).
   if (log === undefined) allowDirectAccess(db, connection)
   return db
@@ -48,13 +52,18 @@ function openSqlite (path: string, durability: Durability): SqliteDatabase.Datab
   return sqlite
 }
 
+/** An in-memory store, or a file system without shared memory, keeps another journal and no WAL index. */
+function isWal (sqlite: SqliteDatabase.Database): boolean {
+  return sqlite.pragma('journal_mode', { simple: true }) === 'wal'
+}
+
 const STATEMENT_CACHE_SIZE = 200
 
 /**
  * Kysely prepares every query anew, which cost a sixth of a request; the queries here take their
  * values as parameters, so a few statements serve them all and are kept, prepared, by their SQL.
  */
-function withStatementCache (sqlite: SqliteDatabase.Database): SqliteDialectConfig['database'] {
+function withStatementCache (sqlite: SqliteDatabase.Database, beforeClose: () => void): SqliteDialectConfig['database'] {
   const statements = new Map<string, SqliteDatabase.Statement>()
   return {
     prepare: (sql: string) => {
@@ -66,7 +75,10 @@ function withStatementCache (sqlite: SqliteDatabase.Database): SqliteDialectConf
       }
       return statement
     },
-    close: () => sqlite.close()
+    close: () => {
+      beforeClose()
+      sqlite.close()
+    }
   }
 }
 

@@ -95,10 +95,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     }
   }, async (request, reply) => {
     const { petId } = request.params
-    // Not through the read cache: checking that the store is unchanged costs as much as this query.
-    const pet = await findPetJsonById(db, petId)
+    const pet = await readCache.get(`pet ${petId}`, async () => {
+      const json = await findPetJsonById(db, petId)
+      return json === undefined ? undefined : { json }
+    })
     if (pet === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
-    return sendJson(reply, pet)
+    return sendJson(reply, pet.json)
   })
 }
 

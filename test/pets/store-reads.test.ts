@@ -2,8 +2,10 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { sql } from 'kysely'
+import { createDb } from '../../src/db/create-db.js'
 import { findPetJsonById, insertPet } from '../../src/pets/pet.repository.js'
-import { build, clientFor, createPet, createTestDb, forEachStore, tempDir } from '../helper.js'
+import { build, clientFor, createPet, createTestDb, defer, forEachStore, tempDir, type TestStore } from '../helper.js'
 import { runCli } from '../process.js'
 
 // Reads of an unchanged SQLite store are answered from memory: every kind of write must be seen.
@@ -38,6 +40,37 @@ test('pets written by another process on the same SQLite file are seen at once',
   const imported = await runCli(['pets', 'import', csv], { DATABASE_URL: testApp.config.DATABASE_URL })
   assert.equal(imported.code, 0, imported.stdout + imported.stderr)
   assert.deepEqual((await client.GET('/pets')).data!.map((pet) => pet.name), ['Rex', 'Tom'])
+})
+
+test('a pet and a page changed through another connection to the same file are read anew', async (t) => {
+  const testApp = await build(t)
+  const client = await clientFor(testApp)
+  const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  assert.equal((await client.GET('/pets/{petId}', { params: { path: { petId: rex.id } } })).data!.status, 'available')
+  assert.deepEqual((await client.GET('/pets')).data, [rex])
+
+  const other = createDb(testApp.config.DATABASE_URL)
+  defer(t, () => other.destroy())
+  await other.updateTable('pets').set({ status: 'sold' }).where('id', '=', BigInt(rex.id)).execute()
+  assert.equal((await client.GET('/pets/{petId}', { params: { path: { petId: rex.id } } })).data!.status, 'sold')
+  assert.deepEqual((await client.GET('/pets')).data, [{ ...rex, status: 'sold' }])
+  // A schema change is a commit too: the table swapped for an empty copy.
+  await sql`alter table pets rename to pets_before`.execute(other)
+  await sql`create table pets as select * from pets_before where false`.execute(other)
+  assert.deepEqual((await client.GET('/pets')).data, [])
+})
+
+test('an in-memory store, which has no WAL index, still reads every write anew', async (t) => {
+  const inMemory: TestStore = { name: 'sqlite', databaseUrl: async () => 'sqlite::memory:' }
+  const testApp = await build(t, { store: inMemory })
+  const client = await clientFor(testApp)
+  const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [rex])
+  const tom = await createPet(testApp, { name: 'Tom', categoryId: 2 })
+  assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [rex, tom])
+  assert.equal((await client.POST('/store/orders', { body: { petId: rex.id } })).response.status, 201)
+  assert.equal((await client.GET('/pets/{petId}', { params: { path: { petId: rex.id } } })).data!.status, 'pending')
+  assert.deepEqual((await client.GET('/pets', { params: { query: { status: 'available' } } })).data, [tom])
 })
 
 test('a read while a transaction is open on the SQLite connection does not see its uncommitted rows', async (t) => {
