@@ -112,7 +112,7 @@ async function benchSize (count: number) {
     const key = await seed(store.databaseUrl, count)
     const authorization = `Bearer ${key}`
     const started = performance.now()
-    const service = await startProcess(['node', 'dist/cli/main.js', 'serve'], {
+    const service = await startProcess(['node', 'dist/petstore.mjs', 'serve'], {
       DATABASE_URL: store.databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '0'
     }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
     const serviceUrl = service.match[1]!
@@ -147,7 +147,7 @@ async function benchSize (count: number) {
     await stop(service.child)
 
     // createPet again with DURABILITY=strict: an fsync on every commit, shared by group commit.
-    const strict = await startProcess(['node', 'dist/cli/main.js', 'serve'], {
+    const strict = await startProcess(['node', 'dist/petstore.mjs', 'serve'], {
       DATABASE_URL: store.databaseUrl, PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '0', DURABILITY: 'strict'
     }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
     const create = scenarios.find((scenario) => scenario.name === 'createPet')!

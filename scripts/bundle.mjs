@@ -1,0 +1,24 @@
+// Bundles the `petstore` command (and so the service) into one file, dist/petstore.mjs, which
+// `npm start` and the `petstore` bin run. Loaded as hundreds of separate ES modules (TypeBox and
+// Kysely alone are over a thousand files), the service spent most of its start-up finding, reading and
+// compiling them: one file starts it in about two thirds of the time.
+import { build } from 'esbuild'
+
+await build({
+  entryPoints: ['src/cli/main.ts'],
+  outfile: 'dist/petstore.mjs',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+  // CommonJS dependencies inside an ES module still call require() for Node's built-ins.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  external: [
+    'better-sqlite3', // a native addon, found by path at run time
+    'pg', // loaded only when DATABASE_URL is PostgreSQL
+    '@fastify/swagger-ui', // serves the files of its own package folder
+    'pino' // its transports run files of its package in worker threads
+  ]
+})
