@@ -9,7 +9,7 @@ const HEADER_BYTES = 48
  * every commit, by any connection of any process, schema changes included, rewrites the header of
  * the WAL index (the `-shm` file: a change counter, the last frame, checksums), and SQLite compares
  * that same header to learn that a database changed. Asking SQLite (`data_version`) opens a read
- * transaction, whose file locks cost a cached listPets a quarter of its time.
+ * transaction, whose file locks cost a cached listPets a fifth of its time.
  *
  * A header read while a commit writes it differs from the one before: the cache it guards is then
  * dropped once more than needed, never kept stale. Reads after a commit returned see its header, as
