@@ -25,6 +25,7 @@ interface CachedKey {
 export class ApiKeyVerifier {
   readonly #db: Db
   readonly #cache: LRUCache<string, CachedKey>
+  readonly #lookups = new Map<string, Promise<CachedKey | undefined>>()
   readonly #lastUsed = new Map<bigint, number>()
   readonly #flushTimer: NodeJS.Timeout
 
@@ -38,14 +39,24 @@ export class ApiKeyVerifier {
   async verify (presented: string): Promise<bigint | undefined> {
     if (!isWellFormedApiKey(presented)) return undefined
     const hash = hashApiKey(presented)
-    let key = this.#cache.get(hash)
-    if (key === undefined) {
-      const row = await findApiKeyByHash(this.#db, hash)
-      if (row === undefined) return undefined
-      key = { id: row.id, revoked: row.revoked_at !== null }
-      this.#cache.set(hash, key)
+    const key = this.#cache.get(hash) ?? await this.#lookUp(hash)
+    return key === undefined ? undefined : this.#admit(key)
+  }
+
+  // One store query per key at a time: when a busy key's cache entry expires, every request of that
+  // moment waits for the same lookup instead of each sending its own.
+  #lookUp (hash: string): Promise<CachedKey | undefined> {
+    let lookup = this.#lookups.get(hash)
+    if (lookup === undefined) {
+      lookup = findApiKeyByHash(this.#db, hash).then((row) => {
+        if (row === undefined) return undefined
+        const key = { id: row.id, revoked: row.revoked_at !== null }
+        this.#cache.set(hash, key)
+        return key
+      }).finally(() => this.#lookups.delete(hash))
+      this.#lookups.set(hash, lookup)
     }
-    return this.#admit(key)
+    return lookup
   }
 
   /**
