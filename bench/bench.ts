@@ -14,6 +14,7 @@ import { insertApiKey } from '../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../src/api-keys/api-key.service.js'
 import { createDb } from '../src/db/create-db.js'
 import { migrateToLatest } from '../src/db/migrate.js'
+import { refreshPetStatistics } from '../src/pets/pet.repository.js'
 
 const POSTGRES = process.argv.includes('--postgres')
 const PETS = Number(process.env.BENCH_PETS ?? 10_000)
@@ -63,6 +64,7 @@ async function seed (databaseUrl: string, count: number): Promise<string> {
       await trx.insertInto('pets').values(rows).execute()
     }
   })
+  await refreshPetStatistics(db) // as a store in use has them
   await db.destroy()
   return key
 }

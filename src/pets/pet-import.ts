@@ -2,7 +2,7 @@ import { apiValidatorCompiler } from '../api-validator.js'
 import type { Db } from '../db/database.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
 import type { ImportRow, RejectedRow } from './pet-import-file.js'
-import { insertPetBatch, insertPetsNow } from './pet.repository.js'
+import { insertPetBatch, insertPetsNow, refreshPetStatistics } from './pet.repository.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
 export interface ImportOptions {
@@ -54,5 +54,6 @@ export async function importPets (db: Db, rows: ImportRow[], { batchSize, dryRun
     }
     onProgress?.(Math.min(start + batchSize, rows.length))
   }
+  if (!dryRun && report.storedLines.length > 0) await refreshPetStatistics(db)
   return report
 }

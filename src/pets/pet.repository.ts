@@ -1,4 +1,5 @@
 import { stringify as stringifyExact } from 'lossless-json'
+import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
 import { compiledOnce } from '../db/compiled-once.js'
 import { isPostgres } from '../db/dialect.js'
@@ -112,4 +113,14 @@ export function insertPetsNow (db: Db, pets: readonly PetValues[]): Pet[] | unde
   const createdAt = new Date().toISOString()
   const insert = INSERT_PET(db, []).sql
   return sqliteTransactionNow(db, (query) => pets.map((pet) => query<Pet>(insert, [pet.name, pet.categoryId, pet.status, createdAt])[0]!))
+}
+
+/**
+ * After a bulk load on PostgreSQL, gives the planner the table's new size at once rather than when
+ * autovacuum next looks (up to a minute): meanwhile, taking a grown table for a small one, it sorted
+ * every pet of a status for each listPets page instead of walking the (status, id) index (1.5 ms
+ * instead of 0.05 at 10,000 pets). SQLite's planner keeps no statistics unless asked to.
+ */
+export async function refreshPetStatistics (db: Db): Promise<void> {
+  if (isPostgres(db)) await sql`analyze pets`.execute(db)
 }
