@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js'
-import { insertPet, insertPetsNow, type PetValues } from './pet.repository.js'
+import { insertPetBatch, insertPetsNow, type PetValues } from './pet.repository.js'
 import type { Pet } from './pet.schemas.js'
 
 interface Waiting {
@@ -28,12 +28,8 @@ export class PetInsertQueue {
     const batch = this.#waiting
     this.#waiting = []
     try {
-      const pets = insertPetsNow(this.db, batch.map(({ values }) => values)) ??
-        await this.db.transaction().execute(async (trx) => {
-          const inserted: Pet[] = []
-          for (const { values } of batch) inserted.push(await insertPet(trx, values))
-          return inserted
-        })
+      const values = batch.map((waiting) => waiting.values)
+      const pets = insertPetsNow(this.db, values) ?? await this.db.transaction().execute((trx) => insertPetBatch(trx, values))
       batch.forEach(({ resolve }, i) => resolve(pets[i]!))
     } catch (error) {
       // Nothing of the batch was committed: every request in it fails (503 for a store fault).

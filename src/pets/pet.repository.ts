@@ -93,15 +93,30 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
 
 /**
  * Stores many pets with one INSERT, inside the caller's transaction (on PostgreSQL under the lock that
- * orders pet ids); for bulk loads, where a round trip per pet would dominate.
+ * orders pet ids), and returns them with their ids, in the order given: for group commits and bulk
+ * loads, where a round trip per pet would dominate.
  */
-export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Promise<void> {
-  if (pets.length === 0) return
+export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Promise<Pet[]> {
+  if (pets.length === 0) return []
   await lockIdOrder(trx, PET_INSERT_LOCK)
   const createdAt = new Date().toISOString()
-  await trx.insertInto('pets')
+  const stored = await trx.insertInto('pets')
     .values(pets.map((pet) => ({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: createdAt })))
+    .returning(PET_COLUMNS)
     .execute()
+  // Neither store promises RETURNING rows in the order of VALUES: each pet takes a row of the same
+  // content, so only pets that no one can tell apart may trade ids.
+  const rowsByContent = new Map<string, Pet[]>()
+  for (const row of stored) {
+    const rows = rowsByContent.get(contentOf(row))
+    if (rows === undefined) rowsByContent.set(contentOf(row), [row])
+    else rows.push(row)
+  }
+  return pets.map((pet) => rowsByContent.get(contentOf(pet))!.shift()!)
+}
+
+function contentOf ({ name, categoryId, status }: PetValues): string {
+  return `${status} ${categoryId} ${name}`
 }
 
 /**

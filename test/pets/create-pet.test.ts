@@ -24,6 +24,25 @@ forEachStore((store) => {
     assert.ok(ids[0]! < ids[1]! && ids[1]! < ids[2]!)
   })
 
+  test('creates that arrive together share a commit; each 201 carries its own pet, as stored', async (t) => {
+    const testApp = await build(t, { store })
+    // Distinct pets and identical twins, whose ids may only be told apart by the ids themselves.
+    const bodies = Array.from({ length: 40 }, (_, i) => i % 4 === 0 ?
+        { name: 'Twin', categoryId: 5, status: 'pending' } :
+        { name: `Pet ${i}`, categoryId: 1000 + i, status: (['available', 'sold'] as const)[i % 2] })
+    const responses = await Promise.all(bodies.map((payload) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload })))
+    const pets = responses.map((response) => {
+      assert.equal(response.statusCode, 201)
+      return response.json() as { id: number }
+    })
+    pets.forEach(({ id, ...content }, i) => assert.deepEqual(content, bodies[i]))
+    assert.equal(new Set(pets.map((pet) => pet.id)).size, pets.length, 'ids are unique')
+    for (const pet of pets) {
+      const stored = await testApp.app.inject({ method: 'GET', url: `/v1/pets/${pet.id}`, headers: testApp.auth })
+      assert.equal(stored.body, responses[pets.indexOf(pet)]!.body)
+    }
+  })
+
   test('Location is absolute when PUBLIC_BASE_URL is set', async (t) => {
     const testApp = await build(t, { store, env: { PUBLIC_BASE_URL: 'https://pets.example.com/' } })
     const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
