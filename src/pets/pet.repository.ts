@@ -91,19 +91,26 @@ export async function insertPet (db: Db, pet: PetValues): Promise<Pet> {
   return db.isTransaction ? await lockedInsert(db) : await db.transaction().execute(lockedInsert)
 }
 
+// Four bound values a row: well within SQLite's 32,766 and PostgreSQL's 65,535 a statement, however
+// many creates a group gathers (pipelined requests are not bounded by the connection limit).
+const ROWS_PER_INSERT = 1000
+
 /**
- * Stores many pets with one INSERT, inside the caller's transaction (on PostgreSQL under the lock that
- * orders pet ids), and returns them with their ids, in the order given: for group commits and bulk
- * loads, where a round trip per pet would dominate.
+ * Stores many pets with an INSERT per thousand, inside the caller's transaction (on PostgreSQL under
+ * the lock that orders pet ids), and returns them with their ids, in the order given: for group
+ * commits and bulk loads, where a round trip per pet would dominate.
  */
 export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Promise<Pet[]> {
   if (pets.length === 0) return []
   await lockIdOrder(trx, PET_INSERT_LOCK)
   const createdAt = new Date().toISOString()
-  const stored = await trx.insertInto('pets')
-    .values(pets.map((pet) => ({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: createdAt })))
-    .returning(PET_COLUMNS)
-    .execute()
+  const stored: Pet[] = []
+  for (let start = 0; start < pets.length; start += ROWS_PER_INSERT) {
+    stored.push(...await trx.insertInto('pets')
+      .values(pets.slice(start, start + ROWS_PER_INSERT).map((pet) => ({ name: pet.name, category_id: pet.categoryId, status: pet.status, created_at: createdAt })))
+      .returning(PET_COLUMNS)
+      .execute())
+  }
   // Neither store promises RETURNING rows in the order of VALUES: each pet takes a row of the same
   // content, so only pets that no one can tell apart may trade ids.
   const rowsByContent = new Map<string, Pet[]>()

@@ -85,6 +85,14 @@ forEachStore((store) => {
     assert.match(result.stdout, /^Stored: 2 pets, lines 2, 5\.$/m)
   })
 
+  test('a batch of more rows than one INSERT takes (1,000) is stored whole and in order', async (t) => {
+    const { db, env, file } = await setUp(t)
+    const rows = Array.from({ length: 2500 }, (_, i) => `Pet ${i},${1 + (i % 7)}`)
+    const result = await runCli(['pets', 'import', file('many.csv', `name,categoryId\n${rows.join('\n')}\n`), '--batch-size', '5000'], env)
+    assert.equal(result.code, 0, result.stdout + result.stderr)
+    assert.deepEqual((await storedPets(db)).map(([name, categoryId]) => `${name},${categoryId}`), rows)
+  })
+
   test('--dry-run validates and reports, storing nothing', async (t) => {
     const { db, env, file } = await setUp(t)
     const csv = file('pets.csv', 'name,categoryId\nRex,3\nTom,0\n')
