@@ -111,8 +111,12 @@ export async function insertPetBatch (trx: Db, pets: readonly PetValues[]): Prom
       .returning(PET_COLUMNS)
       .execute())
   }
-  // Neither store promises RETURNING rows in the order of VALUES: each pet takes a row of the same
-  // content, so only pets that no one can tell apart may trade ids.
+  return inGivenOrder(pets, stored)
+}
+
+// Neither store promises RETURNING rows in the order of VALUES: each pet takes a row of the same
+// content, so only pets that no one can tell apart may trade ids.
+function inGivenOrder (pets: readonly PetValues[], stored: readonly Pet[]): Pet[] {
   const rowsByContent = new Map<string, Pet[]>()
   for (const row of stored) {
     const rows = rowsByContent.get(contentOf(row))
@@ -126,15 +130,39 @@ function contentOf ({ name, categoryId, status }: PetValues): string {
   return `${status} ${categoryId} ${name}`
 }
 
+// A group on SQLite is inserted in chunks of these sizes (37 pets: 32, 4, 1), so that a few prepared
+// statements serve any group: one INSERT of 32 rows costs SQLite two thirds of 32 single ones.
+const SQLITE_CHUNK_SIZES = [512, 256, 128, 64, 32, 16, 8, 4, 2, 1]
+const sqliteInsertSql = new Map<number, string>()
+
+function sqliteInsertOf (db: Db, rows: number): string {
+  let text = sqliteInsertSql.get(rows)
+  if (text === undefined) {
+    const row = { name: '', category_id: 0n, status: 'available', created_at: '' } as const
+    text = db.insertInto('pets').values(Array.from({ length: rows }, () => row)).returning(PET_COLUMNS).compile().sql
+    sqliteInsertSql.set(rows, text)
+  }
+  return text
+}
+
 /**
  * Stores pets in one transaction at once, straight on a free SQLite connection, and returns them
- * with their ids; undefined, with nothing stored, when the caller must use `insertPet` in a Kysely
- * transaction instead (see `sqliteTransactionNow`).
+ * with their ids, in the order given; undefined, with nothing stored, when the caller must use
+ * `insertPetBatch` in a Kysely transaction instead (see `sqliteTransactionNow`).
  */
 export function insertPetsNow (db: Db, pets: readonly PetValues[]): Pet[] | undefined {
   const createdAt = new Date().toISOString()
-  const insert = INSERT_PET(db, []).sql
-  return sqliteTransactionNow(db, (query) => pets.map((pet) => query<Pet>(insert, [pet.name, pet.categoryId, pet.status, createdAt])[0]!))
+  return sqliteTransactionNow(db, (query) => {
+    const stored: Pet[] = []
+    let start = 0
+    for (const size of SQLITE_CHUNK_SIZES) {
+      for (; pets.length - start >= size; start += size) {
+        const values = pets.slice(start, start + size).flatMap((pet) => [pet.name, pet.categoryId, pet.status, createdAt])
+        stored.push(...query<Pet>(sqliteInsertOf(db, size), values))
+      }
+    }
+    return inGivenOrder(pets, stored)
+  })
 }
 
 /**
