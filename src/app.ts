@@ -12,6 +12,7 @@ import type { Metrics } from './metrics/metrics.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createCursorCodec } from './pagination/cursor.js'
 import { PetInsertQueue } from './pets/pet-insert-queue.js'
+import { PetWriterThread } from './pets/pet-writer-thread.js'
 import { orderRoutes } from './orders/order.routes.js'
 import { ORDER_STATUSES } from './orders/order.schemas.js'
 import { petRoutes } from './pets/pet.routes.js'
@@ -87,6 +88,11 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
     namespace: await findSetting(db, 'installation_id')
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
+  // Under strict durability, creates commit on a thread of their own so the event loop need not wait
+  // for each fsync (see PetWriterThread).
+  const onWriterFailure = (err: Error) => app.log.error({ err }, 'the pet writer thread failed: pets are now committed on the main thread')
+  const petWriter = config.DURABILITY === 'strict' ? PetWriterThread.start(db, config.DURABILITY, onWriterFailure) : undefined
+  if (petWriter !== undefined) app.addHook('onClose', async () => { await petWriter.close() })
 
   await app.register(async (v1) => {
     await v1.register(auth, { verifier, rateLimiter })
@@ -96,7 +102,7 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
       db,
       cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES),
       idempotentCreates: new IdempotentCreates(db),
-      insertQueue: new PetInsertQueue(db),
+      insertQueue: new PetInsertQueue(db, petWriter),
       readCache: new StoreReadCache(db),
       apiUrl
     })

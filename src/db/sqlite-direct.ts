@@ -54,3 +54,12 @@ function prepare (connection: SqliteDatabase.Database, sql: string): SqliteDatab
   }
   return statement
 }
+
+/**
+ * The path of the SQLite file under `db`; undefined for PostgreSQL, an in-memory store, or a store
+ * whose every query must reach the log (see `allowDirectAccess`).
+ */
+export function sqliteFileOf (db: Db): string | undefined {
+  const connection = connections.get(db)
+  return connection === undefined || connection.memory ? undefined : connection.name
+}

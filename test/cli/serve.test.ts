@@ -66,7 +66,8 @@ forEachStore((store) => {
   })
 
   test('npm start (the bundled build) serves the API and /docs with its files, and stops with exit 0 on SIGTERM', async (t) => {
-    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t) }, ['npm', 'start', '--silent'])
+    // Strict, so that on SQLite creates go through the bundled writer thread (a 500 if it were missing).
+    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t), DURABILITY: 'strict' }, ['npm', 'start', '--silent'])
     assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
     const headers = { authorization: `Bearer ${KEY_LINE.exec(server.output())![0]}`, 'content-type': 'application/json' }
     const created = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers, body: '{"name":"Rex","categoryId":1}' })
@@ -79,5 +80,6 @@ forEachStore((store) => {
     assert.ok(assets.length >= 3, docs)
     for (const asset of assets) assert.equal((await fetch(server.url + asset)).status, 200, asset)
     assert.equal(await server.stop('SIGTERM'), 0)
+    assert.doesNotMatch(server.output(), /writer thread failed/)
   })
 })
