@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 
 const PREFIX = 'ps_'
@@ -26,7 +26,7 @@ export function generateApiKey (): GeneratedApiKey {
  * nothing to brute-force, and a slow hash would cost every request.
  */
 export function hashApiKey (key: string): string {
-  return createHash('sha256').update(key).digest('hex')
+  return hash('sha256', key, 'hex') // one-shot: half the cost of createHash's Hash object
 }
 
 /** True when the text has a key's shape and checksum: anything else is refused without a store lookup. */

@@ -4,11 +4,15 @@ import type { Db } from './database.js'
 
 const connections = new WeakMap<Db, SqliteDatabase.Database>()
 const statements = new WeakMap<SqliteDatabase.Database, Map<string, SqliteDatabase.Statement>>()
+// better-sqlite3 builds five wrapper functions for each `transaction(fn)`: one, made once per
+// connection, runs every write transaction.
+const transactions = new WeakMap<SqliteDatabase.Database, SqliteDatabase.Transaction<(work: () => unknown) => unknown>>()
 
 /** Lets `sqliteRead` and `sqliteTransactionNow` run straight on the better-sqlite3 connection of `db`. */
 export function allowDirectAccess (db: Db, connection: SqliteDatabase.Database): void {
   connections.set(db, connection)
   statements.set(connection, new Map())
+  transactions.set(connection, connection.transaction((work: () => unknown) => work()))
 }
 
 /**
@@ -42,7 +46,7 @@ export function sqliteTransactionNow<T> (db: Db, work: (query: DirectQuery) => T
     const statement = prepare(connection, sql)
     return (statement.reader ? statement.all(...parameters) : (statement.run(...parameters), [])) as Row[]
   }
-  return connection.transaction(() => work(query)).immediate()
+  return transactions.get(connection)!.immediate(() => work(query)) as T
 }
 
 function prepare (connection: SqliteDatabase.Database, sql: string): SqliteDatabase.Statement {
