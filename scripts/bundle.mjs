@@ -1,8 +1,8 @@
 // Bundles the `petstore` command (and so the service) into one file, dist/petstore.mjs, which
 // `npm start` and the `petstore` bin run. Loaded as hundreds of separate ES modules (TypeBox and
 // Kysely alone are over a thousand files), the service spent most of its start-up finding, reading and
-// compiling them: one file starts it in about two thirds of the time. The writer thread that
-// DURABILITY=strict starts has its own entry point, dist/pet-writer.worker.js, found beside the bundle.
+// compiling them: one file starts it in about two thirds of the time. Each worker thread's entry point
+// is bundled apart, beside it (see src/worker-thread.ts).
 import { build } from 'esbuild'
 
 const options = {
@@ -23,5 +23,6 @@ const options = {
 }
 await Promise.all([
   build({ ...options, entryPoints: ['src/cli/main.ts'], outfile: 'dist/petstore.mjs' }),
-  build({ ...options, entryPoints: ['src/pets/pet-writer.worker.ts'], outfile: 'dist/pet-writer.worker.js' })
+  build({ ...options, entryPoints: ['src/pets/pet-writer.worker.ts'], outfile: 'dist/pet-writer.worker.js' }),
+  build({ ...options, entryPoints: ['src/db/wal-checkpoint.worker.ts'], outfile: 'dist/wal-checkpoint.worker.js' })
 ])

@@ -6,6 +6,7 @@ import { apiValidatorCompiler } from './api-validator.js'
 import type { Config } from './config.js'
 import type { Db } from './db/database.js'
 import { StoreReadCache } from './db/read-cache.js'
+import { AUTOCHECKPOINT_SAFETY_NET_PAGES, WalCheckpointer } from './db/wal-checkpointer.js'
 import { findSetting } from './db/settings.repository.js'
 import { healthRoutes } from './health/health.routes.js'
 import type { Metrics } from './metrics/metrics.js'
@@ -88,10 +89,18 @@ export async function buildApp ({ config, db, logger = false, verifierOptions, m
     namespace: await findSetting(db, 'installation_id')
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
+  const checkpointer = await WalCheckpointer.start(db, {
+    onCheckpointError: (err) => app.log.warn({ err }, 'a WAL checkpoint failed; it is tried again'),
+    onFailure: (err) => app.log.error({ err }, 'the WAL checkpoint thread failed: commits checkpoint the store again')
+  })
+  if (checkpointer !== undefined) app.addHook('onClose', async () => { await checkpointer.close() })
   // Under strict durability, creates commit on a thread of their own so the event loop need not wait
   // for each fsync (see PetWriterThread).
-  const onWriterFailure = (err: Error) => app.log.error({ err }, 'the pet writer thread failed: pets are now committed on the main thread')
-  const petWriter = config.DURABILITY === 'strict' ? PetWriterThread.start(db, config.DURABILITY, onWriterFailure) : undefined
+  const petWriter = config.DURABILITY !== 'strict' ? undefined : PetWriterThread.start(
+    db,
+    { durability: config.DURABILITY, autocheckpointPages: checkpointer && AUTOCHECKPOINT_SAFETY_NET_PAGES },
+    (err) => app.log.error({ err }, 'the pet writer thread failed: pets are now committed on the main thread')
+  )
   if (petWriter !== undefined) app.addHook('onClose', async () => { await petWriter.close() })
 
   await app.register(async (v1) => {

@@ -1,29 +1,26 @@
 import { once } from 'node:events'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import type { Durability } from '../db/create-db.js'
 import type { Db } from '../db/database.js'
 import { sqliteFileOf } from '../db/sqlite-direct.js'
+import { startWorker } from '../worker-thread.js'
 import type { PetValues } from './pet.repository.js'
 import type { Pet } from './pet.schemas.js'
 
 /** What the writer thread answers for each group: the stored pets in the order sent, or the store's error. */
 export type WriterAnswer = { pets: Pet[] } | { error: { code: string | undefined, message: string } }
 
+export interface WriterOptions {
+  durability: Durability
+  /** The writer's `wal_autocheckpoint`, when another thread checkpoints (see WalCheckpointer). */
+  autocheckpointPages?: number | undefined
+}
+
+export type WriterWorkerData = WriterOptions & { path: string }
+
 interface Pending {
   resolve: (pets: Pet[]) => void
   reject: (error: unknown) => void
-}
-
-// Built, the entry point is the .js file beside this module (dist/pets/) or beside the bundle (dist/).
-// Run from TypeScript sources (tests, tsx), it is the .ts file beside this one, and the thread must
-// first register tsx's loader itself: on Node 20 a worker inherits no loader from its parent.
-const FROM_SOURCES = import.meta.url.endsWith('.ts')
-const WORKER_URL = new URL(FROM_SOURCES ? './pet-writer.worker.ts' : './pet-writer.worker.js', import.meta.url)
-
-function startWorker (workerData: { path: string, durability: Durability }): Worker {
-  if (!FROM_SOURCES) return new Worker(WORKER_URL, { workerData })
-  const script = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}) })`
-  return new Worker(script, { eval: true, workerData })
 }
 
 /**
@@ -40,13 +37,13 @@ export class PetWriterThread {
   #failure: Error | undefined
 
   /** A writer for a SQLite file store; undefined for PostgreSQL or an in-memory store (see `sqliteFileOf`). */
-  static start (db: Db, durability: Durability, onFailure: (error: Error) => void): PetWriterThread | undefined {
+  static start (db: Db, options: WriterOptions, onFailure: (error: Error) => void): PetWriterThread | undefined {
     const path = sqliteFileOf(db)
-    return path === undefined ? undefined : new PetWriterThread(path, durability, onFailure)
+    return path === undefined ? undefined : new PetWriterThread({ path, ...options }, onFailure)
   }
 
-  private constructor (path: string, durability: Durability, onFailure: (error: Error) => void) {
-    this.#worker = startWorker({ path, durability })
+  private constructor (workerData: WriterWorkerData, onFailure: (error: Error) => void) {
+    this.#worker = startWorker('pet-writer.worker', import.meta.url, workerData)
     this.#worker.unref() // an idle writer must not keep the process alive, unlike one with work
     this.#worker.on('message', (answer: WriterAnswer) => {
       const { resolve, reject } = this.#pending.shift()!

@@ -1,12 +1,14 @@
 // The writer thread's entry point (see PetWriterThread): stores each group of pets it is sent in one
 // transaction on a connection of its own, and answers with the stored pets or the store's error.
 import { parentPort, workerData } from 'node:worker_threads'
-import { createDb, type Durability } from '../db/create-db.js'
+import { sql } from 'kysely'
+import { createDb } from '../db/create-db.js'
 import { insertPetsNow, type PetValues } from './pet.repository.js'
-import type { WriterAnswer } from './pet-writer-thread.js'
+import type { WriterAnswer, WriterWorkerData } from './pet-writer-thread.js'
 
-const { path, durability } = workerData as { path: string, durability: Durability }
+const { path, durability, autocheckpointPages } = workerData as WriterWorkerData
 const db = createDb(`sqlite:${path}`, 1, durability)
+if (autocheckpointPages !== undefined) await sql`pragma wal_autocheckpoint = ${sql.raw(String(autocheckpointPages))}`.execute(db)
 const port = parentPort!
 
 port.on('message', (pets: PetValues[] | null) => {

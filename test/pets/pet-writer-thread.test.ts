@@ -40,7 +40,7 @@ test('under DURABILITY=strict the event loop keeps serving while a create waits 
 
 test('the writer thread commits each group and answers each pet in the order sent, exact int64 included', async (t) => {
   const { db } = await createTestDb(t)
-  const writer = PetWriterThread.start(db, 'strict', (error) => { throw error })!
+  const writer = PetWriterThread.start(db, { durability: 'strict' }, (error) => { throw error })!
   defer(t, () => writer.close())
   const sent = [
     { name: 'A', categoryId: 9_223_372_036_854_775_807n, status: 'sold' as const },
@@ -55,7 +55,7 @@ test('the writer thread commits each group and answers each pet in the order sen
 
 test('once the writer thread has stopped, creates are committed on the main connection', async (t) => {
   const { db } = await createTestDb(t)
-  const writer = PetWriterThread.start(db, 'strict', (error) => { throw error })!
+  const writer = PetWriterThread.start(db, { durability: 'strict' }, (error) => { throw error })!
   await writer.close()
   assert.equal(writer.running, false)
   await assert.rejects(writer.insert([{ name: 'Lost', categoryId: 1n, status: 'available' }]), /stopped/)
@@ -70,5 +70,5 @@ test('an in-memory store has no writer thread: another connection could not see 
   const { createDb } = await import('../../src/db/create-db.js')
   const db = createDb('sqlite::memory:')
   defer(t, () => db.destroy())
-  assert.equal(PetWriterThread.start(db, 'strict', () => {}), undefined)
+  assert.equal(PetWriterThread.start(db, { durability: 'strict' }, () => {}), undefined)
 })

@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict'
+import { copyFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import SqliteDatabase from 'better-sqlite3'
+import { build, tempDir } from '../helper.js'
+
+/** The pets in the database file itself, as a copy of it without its WAL shows. */
+function petsInDatabaseFile (path: string, copy: string): number {
+  copyFileSync(path, copy)
+  const sqlite = new SqliteDatabase(copy, { readonly: true })
+  try {
+    return Number(sqlite.prepare('select count(*) as n from pets').pluck().get())
+  } catch {
+    return 0 // not even the schema has reached the file
+  } finally {
+    sqlite.close()
+  }
+}
+
+for (const durability of ['default', 'strict']) {
+  test(`DURABILITY=${durability}: the WAL is checkpointed into the database file by the checkpoint thread, not left to the commits`, async (t) => {
+    const testApp = await build(t, { env: { DURABILITY: durability } })
+    const path = testApp.config.DATABASE_URL.slice('sqlite:'.length)
+    const copy = join(tempDir(t), 'copy.db')
+    for (let i = 0; i < 20; i++) {
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: `Pet ${i}`, categoryId: 1 } })
+      assert.equal(response.statusCode, 201)
+    }
+    // Twenty small commits are far from the 1,000 WAL pages at which a commit would checkpoint.
+    const deadline = Date.now() + 5000
+    while (petsInDatabaseFile(path, copy) < 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.equal(petsInDatabaseFile(path, copy), 20)
+  })
+}
