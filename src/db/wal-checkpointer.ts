@@ -63,6 +63,7 @@ export class WalCheckpointer {
   }
 }
 
-async function setAutocheckpoint (db: Db, pages: number): Promise<void> {
+/** Sets how many WAL pages a commit on `db`'s connection may leave before it checkpoints itself. */
+export async function setAutocheckpoint (db: Db, pages: number): Promise<void> {
   await sql`pragma wal_autocheckpoint = ${sql.raw(String(pages))}`.execute(db)
 }

@@ -1,14 +1,14 @@
 // The writer thread's entry point (see PetWriterThread): stores each group of pets it is sent in one
 // transaction on a connection of its own, and answers with the stored pets or the store's error.
 import { parentPort, workerData } from 'node:worker_threads'
-import { sql } from 'kysely'
 import { createDb } from '../db/create-db.js'
+import { setAutocheckpoint } from '../db/wal-checkpointer.js'
 import { insertPetsNow, type PetValues } from './pet.repository.js'
 import type { WriterAnswer, WriterWorkerData } from './pet-writer-thread.js'
 
 const { path, durability, autocheckpointPages } = workerData as WriterWorkerData
 const db = createDb(`sqlite:${path}`, 1, durability)
-if (autocheckpointPages !== undefined) await sql`pragma wal_autocheckpoint = ${sql.raw(String(autocheckpointPages))}`.execute(db)
+if (autocheckpointPages !== undefined) await setAutocheckpoint(db, autocheckpointPages)
 const port = parentPort!
 
 port.on('message', (pets: PetValues[] | null) => {
