@@ -22,6 +22,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
 const CONNECTIONS = 50
 const STATUSES = ['available', 'pending', 'sold'] as const
+// The service as `npm start` and the `petstore` command start it: the bundle, through its #! line.
+const SERVICE = ['dist/petstore.mjs', 'serve']
 
 interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: string }
 interface Run { requestsPerSecond: number, p50: number, p99: number }
@@ -116,7 +118,7 @@ async function benchSize (count: number) {
     const key = await seed(store.databaseUrl, count)
     const authorization = `Bearer ${key}`
     const started = performance.now()
-    const service = await startProcess(['node', 'dist/petstore.mjs', 'serve'], {
+    const service = await startProcess(SERVICE, {
       DATABASE_URL: store.databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '0'
     }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
     const serviceUrl = service.match[1]!
@@ -151,7 +153,7 @@ async function benchSize (count: number) {
     await stop(service.child)
 
     // createPet again with DURABILITY=strict: an fsync on every commit, shared by group commit.
-    const strict = await startProcess(['node', 'dist/petstore.mjs', 'serve'], {
+    const strict = await startProcess(SERVICE, {
       DATABASE_URL: store.databaseUrl, PORT: '0', HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '0', DURABILITY: 'strict'
     }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
     const create = scenarios.find((scenario) => scenario.name === 'createPet')!
