@@ -163,9 +163,10 @@ async function benchSize (count: number) {
       strictRuns.service.push(await load(strict.match[1]!, create, authorization))
       strictRuns.bare.push(await load(bareUrl, create, authorization))
     }
+    const strictRssMb = peakRssMb(strict.child.pid!)
     await stop(strict.child)
     await stop(bare.child)
-    return { count, startupMs, rssMb, runs }
+    return { count, startupMs, rssMb, strictRssMb, runs }
   } finally {
     await store.drop()
   }
@@ -176,8 +177,8 @@ const results: Array<Awaited<ReturnType<typeof benchSize>>> = []
 for (const size of sizes) results.push(await benchSize(size))
 
 console.log(`\npetstore benchmark: ${POSTGRES ? 'PostgreSQL' : 'SQLite'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, A/B against a bare node:http server`)
-for (const { count, startupMs, rssMb, runs } of results) {
-  console.log(`\n${count.toLocaleString('en')} pets; start-up to first 200: ${startupMs.toFixed(0)} ms; peak RSS under load: ${rssMb.toFixed(0)} MB`)
+for (const { count, startupMs, rssMb, strictRssMb, runs } of results) {
+  console.log(`\n${count.toLocaleString('en')} pets; start-up to first 200: ${startupMs.toFixed(0)} ms; peak RSS under load: ${rssMb.toFixed(0)} MB (DURABILITY=strict: ${strictRssMb.toFixed(0)} MB)`)
   console.table([...runs].map(([name, { service, bare }]) => ({
     operation: name,
     'req/s': Math.round(median(service.map((run) => run.requestsPerSecond))),
