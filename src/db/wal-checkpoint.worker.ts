@@ -1,5 +1,5 @@
 // The WAL checkpoint thread's entry point (see WalCheckpointer): copies committed pages from the WAL
-// into the database file every few milliseconds, on a connection of its own, until told to stop.
+// into the database file every tenth of a second, on a connection of its own, until told to stop.
 import SqliteDatabase from 'better-sqlite3'
 import { parentPort, workerData } from 'node:worker_threads'
 
