@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 
 // These threads allocate little at a time: a young generation of 2 MB (V8 would let it grow to that of
@@ -16,4 +17,12 @@ export function startWorker (name: string, moduleUrl: string, workerData: unknow
   const entry = new URL(`./${name}.ts`, moduleUrl).href
   const script = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry)}) })`
   return new Worker(script, { eval: true, workerData, resourceLimits: LIMITS })
+}
+
+/** Sends the thread its `stop` message and resolves once it has ended, keeping the process up till then. */
+export async function stopWorker (worker: Worker, stop: unknown): Promise<void> {
+  const exited = once(worker, 'exit')
+  worker.ref()
+  worker.postMessage(stop)
+  await exited
 }

@@ -1,7 +1,6 @@
-import { once } from 'node:events'
 import type { Worker } from 'node:worker_threads'
 import { sql } from 'kysely'
-import { startWorker } from '../worker-thread.js'
+import { startWorker, stopWorker } from '../worker-thread.js'
 import type { Db } from './database.js'
 import { sqliteFileOf } from './sqlite-direct.js'
 
@@ -56,10 +55,7 @@ export class WalCheckpointer {
   async close (): Promise<void> {
     if (this.#stopped) return
     this.#stopped = true
-    const exited = once(this.#worker, 'exit')
-    this.#worker.ref()
-    this.#worker.postMessage('stop')
-    await exited
+    await stopWorker(this.#worker, 'stop')
   }
 }
 

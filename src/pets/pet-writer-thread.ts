@@ -1,9 +1,8 @@
-import { once } from 'node:events'
 import type { Worker } from 'node:worker_threads'
 import type { Durability } from '../db/create-db.js'
 import type { Db } from '../db/database.js'
 import { sqliteFileOf } from '../db/sqlite-direct.js'
-import { startWorker } from '../worker-thread.js'
+import { startWorker, stopWorker } from '../worker-thread.js'
 import type { PetValues } from './pet.repository.js'
 import type { Pet } from './pet.schemas.js'
 
@@ -75,10 +74,7 @@ export class PetWriterThread {
   /** Lets the thread finish the groups it was sent, close its connection and stop. */
   async close (): Promise<void> {
     if (this.#failure !== undefined) return
-    const exited = once(this.#worker, 'exit')
-    this.#worker.ref()
-    this.#worker.postMessage(null)
-    await exited
+    await stopWorker(this.#worker, null)
   }
 
   #fail (error: Error): void {
