@@ -6,7 +6,8 @@ function BaseUrl (description: string) {
   return Type.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$', description })
 }
 
-const ConfigSchema = Type.Object({
+/** The environment variables the service reads, with their defaults. */
+export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.String({
     default: 'sqlite:./data/petstore.db',
     pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
@@ -45,7 +46,8 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false })
+// The schema is checked against the meta-schema in the tests, not at each start (see createAjv).
+const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false, validateSchema: false })
   .compile<Static<typeof ConfigSchema>>(ConfigSchema)
 
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */

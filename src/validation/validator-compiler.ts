@@ -37,7 +37,10 @@ function withFormatRules (validate: ValidateFunction, formats: Record<string, St
 }
 
 function createAjv (fromString: boolean, formats: Record<string, StringFormat>): Ajv {
-  const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: true })
+  // No check of each schema against JSON Schema's meta-schema: that compiled the meta-schema in every
+  // Ajv instance, a fifth of the start-up. The schemas are fixed in the code, and the tests check them
+  // (test/validation/schemas.test.ts); strict mode still refuses any unknown keyword at compile time.
+  const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: true, validateSchema: false })
   ajv.addKeyword(exactIntegerKeyword(fromString))
   for (const [name, { validate }] of Object.entries(formats)) ajv.addFormat(name, { type: 'string', validate })
   ajv.addVocabulary(['example', 'x-stability'])
