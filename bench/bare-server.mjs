@@ -1,12 +1,14 @@
 // The ceiling for one Node process here: checks the same Authorization header and answers the same
-// bytes as the service, with no other work. Started by bench.ts; prints its port.
+// bytes as the service, with no other work. Started by bench.ts; prints its port. An answer is found by
+// method and URL, and by whether an Idempotency-Key came (an idempotent create is answered apart).
 import { createServer } from 'node:http'
 
 const { authorization, answers } = JSON.parse(process.env.BARE_ANSWERS)
 const UNAUTHORIZED = '{"code":"unauthorized","message":"The API key is invalid or revoked","status":401}'
 
 const server = createServer((request, response) => {
-  const answer = answers[`${request.method} ${request.url}`]
+  const idempotent = request.headers['idempotency-key'] === undefined ? '' : ' idempotent'
+  const answer = answers[`${request.method} ${request.url}${idempotent}`]
   request.resume() // read and drop any body, as a parser would have to
   request.on('end', () => {
     if (request.headers.authorization !== authorization) {

@@ -2,7 +2,7 @@
 // `npm start` and the `petstore` bin run. Loaded as hundreds of separate ES modules (TypeBox and
 // Kysely alone are over a thousand files), the service spent most of its start-up finding, reading and
 // compiling them: one file starts it in about two thirds of the time. Each worker thread's entry point
-// is bundled apart, beside it (see src/worker-thread.ts).
+// is bundled apart, beside it (see src/store/sqlite/worker-thread.ts).
 import { build } from 'esbuild'
 
 const options = {
@@ -23,6 +23,6 @@ const options = {
 }
 await Promise.all([
   build({ ...options, entryPoints: ['src/cli/main.ts'], outfile: 'dist/petstore.mjs' }),
-  build({ ...options, entryPoints: ['src/pets/pet-writer.worker.ts'], outfile: 'dist/pet-writer.worker.js' }),
-  build({ ...options, entryPoints: ['src/db/wal-checkpoint.worker.ts'], outfile: 'dist/wal-checkpoint.worker.js' })
+  build({ ...options, entryPoints: ['src/store/sqlite/pet-writer.worker.ts'], outfile: 'dist/pet-writer.worker.js' }),
+  build({ ...options, entryPoints: ['src/store/sqlite/wal-checkpoint.worker.ts'], outfile: 'dist/wal-checkpoint.worker.js' })
 ])

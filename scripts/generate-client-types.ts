@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { createDb } from '../src/db/create-db.js'
 import { migrateToLatest } from '../src/db/migrate.js'
+import { openStore } from '../src/store/open-store.js'
 
 export const CLIENT_TYPES_FILE = fileURLToPath(new URL('../src/client/schema.ts', import.meta.url))
 
@@ -23,17 +23,17 @@ const HEADER = `/**
 /** The OpenAPI document exactly as the service serves it at /v1/openapi.json, with the default configuration. */
 export async function servedOpenApiDocument (): Promise<Record<string, unknown>> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:' })
-  const db = createDb(config.DATABASE_URL)
+  const store = openStore(config.DATABASE_URL)
   try {
-    await migrateToLatest(db)
-    const app = await buildApp({ config, db })
+    await migrateToLatest(store.db)
+    const app = await buildApp({ config, store })
     try {
       return (await app.inject({ url: '/v1/openapi.json' })).json()
     } finally {
       await app.close()
     }
   } finally {
-    await db.destroy()
+    await store.close()
   }
 }
 

@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
 import { apiValidatorCompiler } from './api-validator.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
-import type { Db } from './db/database.js'
-import { StoreReadCache } from './db/read-cache.js'
-import { AUTOCHECKPOINT_SAFETY_NET_PAGES, WalCheckpointer } from './db/wal-checkpointer.js'
 import { findSetting } from './db/settings.repository.js'
 import { healthRoutes } from './health/health.routes.js'
-import type { Metrics } from './metrics/metrics.js'
+import { schedulePurge } from './idempotency/expired-key-purge.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
-import { createCursorCodec } from './pagination/cursor.js'
-import { PetInsertQueue } from './pets/pet-insert-queue.js'
-import { PetWriterThread } from './pets/pet-writer-thread.js'
+import type { Metrics } from './metrics/metrics.js'
 import { orderRoutes } from './orders/order.routes.js'
 import { ORDER_STATUSES } from './orders/order.schemas.js'
+import { createCursorCodec } from './pagination/cursor.js'
 import { petRoutes } from './pets/pet.routes.js'
 import { PET_STATUSES } from './pets/pet.schemas.js'
 import apiDocs from './plugins/api-docs.js'
@@ -29,6 +26,8 @@ import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
 import { RequestLogAtDebug } from './logger.js'
+import { meteredPetStore } from './store/metered-pet-store.js'
+import type { Store } from './store/store.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
 
 /** Limits that are always on; the README's "Limits" table lists them. */
@@ -39,83 +38,85 @@ export const LIMITS = {
   idleTimeoutMs: 60_000,
   keepAliveTimeoutMs: 5_000,
   /** Open connections per instance; more are refused by the socket layer. */
-  maxConnections: 4096
+  maxConnections: 4096,
+  /** Past this event-loop delay the instance answers 503 at once instead of queueing more work. */
+  maxEventLoopDelayMs: 1000
 }
+
+export type Limits = typeof LIMITS
 
 export interface AppOptions {
   config: Config
-  db: Db
-  logger?: FastifyServerOptions['logger']
+  /** An open, migrated store; the caller closes it after the app. */
+  store: Store
+  /** The time every expiry, window and timestamp is read from. */
+  clock?: Clock
+  /** Where the app logs (see createLogger); nothing is logged without one. */
+  logger?: FastifyBaseLogger
   verifierOptions?: ApiKeyVerifierOptions
-  /** Request metrics to record, when METRICS_PORT is set. */
+  /** Tests shorten limits so as not to wait for them; the service runs with LIMITS. */
+  limits?: Partial<Limits>
+  /** Request and store metrics to record, when METRICS_PORT is set. */
   metrics?: Metrics
 }
 
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
-export async function buildApp ({ config, db, logger = false, verifierOptions, metrics }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics }: AppOptions): Promise<FastifyInstance> {
+  const limits = { ...LIMITS, ...shortened }
   const app = Fastify({
-    logger,
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     logController: new RequestLogAtDebug(),
     genReqId: () => randomUUID(),
-    bodyLimit: LIMITS.bodyBytes,
-    requestTimeout: LIMITS.requestTimeoutMs,
-    connectionTimeout: LIMITS.idleTimeoutMs,
-    keepAliveTimeout: LIMITS.keepAliveTimeoutMs,
-    // Node enforces the header and request timeouts on a sweep every 30 s by default: check each second.
-    http: { headersTimeout: LIMITS.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    bodyLimit: limits.bodyBytes,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: limits.idleTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node enforces the header and request timeouts on a sweep every 30 s by default: check each
+    // second, or more often for a shorter timeout.
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4) },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: sendError,
     clientErrorHandler: answerClientError
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  app.server.maxConnections = LIMITS.maxConnections
+  app.server.maxConnections = limits.maxConnections
   app.setValidatorCompiler(apiValidatorCompiler)
   await app.register(errorHandler)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
-  await app.register(loadShedding)
+  await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
   await app.register(jsonBody)
   await app.register(openapi, { config })
   await app.register(apiDocs)
   await app.register(deprecation)
-  await app.register(healthRoutes, { db })
+  await app.register(healthRoutes, { store })
 
-  const verifier = new ApiKeyVerifier(db, verifierOptions)
+  const { db } = store
+  const verifier = new ApiKeyVerifier(db, clock, verifierOptions)
   app.addHook('onClose', async () => { await verifier.close() })
+  const purge = schedulePurge(db, clock, (err) => app.log.warn({ err }, 'purging expired idempotency keys failed; it is tried again'))
+  app.addHook('onClose', async () => { await purge.stop() })
   const cursorSecret = await findSetting(db, 'cursor_secret')
   const rateLimiter = await createRateLimiter(app, {
     perMinute: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,
-    namespace: await findSetting(db, 'installation_id')
+    namespace: await findSetting(db, 'installation_id'),
+    clock
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
-  const checkpointer = await WalCheckpointer.start(db, {
-    onCheckpointError: (err) => app.log.warn({ err }, 'a WAL checkpoint failed; it is tried again'),
-    onFailure: (err) => app.log.error({ err }, 'the WAL checkpoint thread failed: commits checkpoint the store again')
-  })
-  if (checkpointer !== undefined) app.addHook('onClose', async () => { await checkpointer.close() })
-  // Under strict durability, creates commit on a thread of their own so the event loop need not wait
-  // for each fsync (see PetWriterThread).
-  const petWriter = config.DURABILITY !== 'strict' ? undefined : PetWriterThread.start(
-    db,
-    { durability: config.DURABILITY, autocheckpointPages: checkpointer && AUTOCHECKPOINT_SAFETY_NET_PAGES },
-    (err) => app.log.error({ err }, 'the pet writer thread failed: pets are now committed on the main thread')
-  )
-  if (petWriter !== undefined) app.addHook('onClose', async () => { await petWriter.close() })
+  const pets = metrics === undefined ? store.pets : meteredPetStore(store.pets, metrics.storeDuration)
 
   await app.register(async (v1) => {
     await v1.register(auth, { verifier, rateLimiter })
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     await v1.register(petRoutes, {
-      db,
+      pets,
       cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES),
-      idempotentCreates: new IdempotentCreates(db),
-      insertQueue: new PetInsertQueue(db, petWriter),
-      readCache: new StoreReadCache(db),
+      idempotentCreates: new IdempotentCreates(pets, clock),
       apiUrl
     })
-    await v1.register(orderRoutes, { db, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
+    await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
   }, { prefix: '/v1' })
 
   return app

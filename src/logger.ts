@@ -1,18 +1,19 @@
-import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
+import { pino, type Logger } from 'pino'
 
 /**
- * The service's pino options. Fastify logs no request headers, but should a serializer ever add
- * them, credentials are censored rather than written.
+ * The service's logger: JSON lines on stdout (or `stream`). Fastify logs no request headers, but
+ * should a serializer ever add them, credentials are censored rather than written.
  */
-export function loggerOptions (level: string, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
-  return {
+export function createLogger (level: string, stream?: NodeJS.WritableStream): Logger {
+  const options = {
     level,
-    ...(stream !== undefined && { stream }),
     redact: {
       paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization'],
       censor: '[redacted]'
     }
   }
+  return stream === undefined ? pino(options) : pino(options, stream)
 }
 
 /**

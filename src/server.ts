@@ -3,28 +3,22 @@ import closeWithGrace from 'close-with-grace'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
-import { createDb } from './db/create-db.js'
 import { migrateToLatest } from './db/migrate.js'
-import { loggerOptions } from './logger.js'
+import { createLogger } from './logger.js'
 import { createMetrics, createMetricsServer } from './metrics/metrics.js'
+import { openStore } from './store/open-store.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
 /** Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and exits 0. */
 export async function serve (config: Config): Promise<void> {
+  const logger = createLogger(config.LOG_LEVEL)
   const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DURABILITY, metrics && ((event) => {
-    metrics.storeQueryDuration.observe({ outcome: event.level }, event.queryDurationMillis / 1000)
-  }))
-  await migrateToLatest(db)
-  const firstKey = await createFirstApiKey(db)
+  const store = openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, durability: config.DURABILITY, log: logger })
+  await migrateToLatest(store.db)
+  const firstKey = await createFirstApiKey(store.db)
 
-  const app = await buildApp({
-    config,
-    db,
-    logger: loggerOptions(config.LOG_LEVEL),
-    metrics
-  })
+  const app = await buildApp({ config, store, logger, metrics })
   const metricsServer = metrics === undefined ? undefined : createMetricsServer(metrics)
 
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
@@ -32,7 +26,7 @@ export async function serve (config: Config): Promise<void> {
     else app.log.info({ signal }, 'shutting down')
     metricsServer?.close()
     await app.close()
-    await db.destroy()
+    await store.close()
   })
 
   if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)

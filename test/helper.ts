@@ -9,12 +9,14 @@ import pg from 'pg'
 import { insertApiKey } from '../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../src/api-keys/api-key.service.js'
 import type { ApiKeyVerifierOptions } from '../src/api-keys/api-key.verifier.js'
-import { buildApp } from '../src/app.js'
+import { buildApp, type Limits } from '../src/app.js'
 import { createClient, type NewPet, type Pet, type PetStoreClient } from '../src/client/index.js'
+import type { Clock } from '../src/clock.js'
 import { loadConfig, type Config } from '../src/config.js'
 import type { Db } from '../src/db/database.js'
-import { createDb } from '../src/db/create-db.js'
 import { migrateToLatest } from '../src/db/migrate.js'
+import { openStore, type StoreOptions } from '../src/store/open-store.js'
+import type { Store } from '../src/store/store.js'
 
 const cleanups = new WeakMap<TestContext, Array<() => unknown>>()
 
@@ -74,13 +76,19 @@ export function forEachStore (suite: (store: TestStore) => void): void {
   for (const store of TEST_STORES) describe(`on ${store.name}`, () => suite(store))
 }
 
-/** A migrated store of the test's own, destroyed when the test ends. */
-export async function createTestDb (t: TestContext, store: TestStore = SQLITE): Promise<{ db: Db, databaseUrl: string }> {
-  const databaseUrl = await store.databaseUrl(t)
-  const db = createDb(databaseUrl, 4)
-  defer(t, () => db.destroy())
-  await migrateToLatest(db)
-  return { db, databaseUrl }
+/** Opens the store at `databaseUrl` (four PostgreSQL connections unless told otherwise), closed when the test ends. */
+export function openTestStore (t: TestContext, databaseUrl: string, options: StoreOptions = {}): Store {
+  const store = openStore(databaseUrl, { poolSize: 4, ...options })
+  defer(t, () => store.close())
+  return store
+}
+
+/** A migrated store of the test's own, closed when the test ends. */
+export async function createTestStore (t: TestContext, kind: TestStore = SQLITE, options: StoreOptions = {}): Promise<{ store: Store, db: Db, databaseUrl: string }> {
+  const databaseUrl = await kind.databaseUrl(t)
+  const store = openTestStore(t, databaseUrl, options)
+  await migrateToLatest(store.db)
+  return { store, db: store.db, databaseUrl }
 }
 
 export async function createKey (db: Db, name = 'test'): Promise<{ id: bigint, key: string }> {
@@ -90,6 +98,7 @@ export async function createKey (db: Db, name = 'test'): Promise<{ id: bigint, k
 
 export interface TestApp {
   app: FastifyInstance
+  store: Store
   db: Db
   config: Config
   /** A valid key's Authorization header. */
@@ -99,17 +108,27 @@ export interface TestApp {
 interface BuildOptions {
   store?: TestStore
   env?: NodeJS.ProcessEnv
+  clock?: Clock
   verifierOptions?: ApiKeyVerifierOptions
+  limits?: Partial<Limits>
 }
 
 /** The real app on a real, migrated store of its own, with one valid key; closed when the test ends. */
-export async function build (t: TestContext, { store, env, verifierOptions }: BuildOptions = {}): Promise<TestApp> {
-  const { db, databaseUrl } = await createTestDb(t, store)
+export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits }: BuildOptions = {}): Promise<TestApp> {
+  const databaseUrl = await (kind ?? SQLITE).databaseUrl(t)
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
-  const app = await buildApp({ config, db, verifierOptions })
+  const store = openTestStore(t, databaseUrl, { durability: config.DURABILITY, ...(clock !== undefined && { clock }) })
+  await migrateToLatest(store.db)
+  const app = await buildApp({ config, store, clock, verifierOptions, limits })
   defer(t, () => app.close())
-  const { key } = await createKey(db)
-  return { app, db, config, auth: { authorization: `Bearer ${key}` } }
+  const { key } = await createKey(store.db)
+  return { app, store, db: store.db, config, auth: { authorization: `Bearer ${key}` } }
+}
+
+/** A clock that stands still until the test moves it. */
+export function manualClock (start = Date.parse('2026-11-23T12:00:00Z')): Clock & { advance: (ms: number) => void } {
+  let now = start
+  return { now: () => now, advance: (ms) => { now += ms } }
 }
 
 /** The typed client (`petstore/client`) on the test's app, listening on a free loopback port. */

@@ -1,11 +1,12 @@
+import { isoNow, systemClock, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import type { ApiKeyRow } from './api-key.table.js'
 
 export type ApiKeySummary = Omit<ApiKeyRow, 'key_hash'>
 
-export async function insertApiKey (db: Db, key: { name: string, hash: string, hint: string }): Promise<bigint> {
+export async function insertApiKey (db: Db, key: { name: string, hash: string, hint: string }, clock: Clock = systemClock): Promise<bigint> {
   const row = await db.insertInto('api_keys')
-    .values({ name: key.name, key_hash: key.hash, key_hint: key.hint, created_at: new Date().toISOString() })
+    .values({ name: key.name, key_hash: key.hash, key_hint: key.hint, created_at: isoNow(clock) })
     .returning('id')
     .executeTakeFirstOrThrow()
   return row.id
@@ -27,9 +28,9 @@ export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiK
 }
 
 /** True when a key with this id exists (revoking it twice is not an error). */
-export async function revokeApiKey (db: Db, id: bigint): Promise<boolean> {
+export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClock): Promise<boolean> {
   const result = await db.updateTable('api_keys')
-    .set({ revoked_at: new Date().toISOString() })
+    .set({ revoked_at: isoNow(clock) })
     .where('id', '=', id)
     .where('revoked_at', 'is', null)
     .executeTakeFirst()

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache'
+import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { findApiKeyByHash, updateApiKeyLastUsed } from './api-key.repository.js'
 import { hashApiKey, isWellFormedApiKey } from './api-key.service.js'
@@ -24,14 +25,17 @@ interface CachedKey {
  */
 export class ApiKeyVerifier {
   readonly #db: Db
+  readonly #clock: Clock
   readonly #cache: LRUCache<string, CachedKey>
   readonly #lookups = new Map<string, Promise<CachedKey | undefined>>()
   readonly #lastUsed = new Map<bigint, number>()
   readonly #flushTimer: NodeJS.Timeout
 
-  constructor (db: Db, options: ApiKeyVerifierOptions = DEFAULT_VERIFIER_OPTIONS) {
+  constructor (db: Db, clock: Clock, options: ApiKeyVerifierOptions = DEFAULT_VERIFIER_OPTIONS) {
     this.#db = db
-    this.#cache = new LRUCache({ max: options.cacheMax, ttl: options.cacheTtlMs })
+    this.#clock = clock
+    // The cache's ages are read off the service's clock, so tests can expire entries without waiting.
+    this.#cache = new LRUCache({ max: options.cacheMax, ttl: options.cacheTtlMs, ttlResolution: 0, perf: clock })
     this.#flushTimer = setInterval(() => { this.flushUsage().catch(() => {}) }, options.usageFlushMs).unref()
   }
 
@@ -73,7 +77,7 @@ export class ApiKeyVerifier {
   // tell only about digests, which gives no way to a valid key.
   #admit (key: CachedKey): bigint | undefined {
     if (key.revoked) return undefined
-    this.#lastUsed.set(key.id, Date.now())
+    this.#lastUsed.set(key.id, this.#clock.now())
     return key.id
   }
 

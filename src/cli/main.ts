@@ -6,9 +6,9 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { insertApiKey, findApiKeys, revokeApiKey } from '../api-keys/api-key.repository.js'
 import { generateApiKey } from '../api-keys/api-key.service.js'
 import { ConfigError, loadConfig } from '../config.js'
-import type { Db } from '../db/database.js'
-import { createDb } from '../db/create-db.js'
 import { migrateToLatest } from '../db/migrate.js'
+import { openStore } from '../store/open-store.js'
+import type { Store } from '../store/store.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
@@ -16,14 +16,14 @@ const EXIT_FAILURE = 1
 const EXIT_USAGE = 2
 
 /** Opens the configured store, brings its schema up to date (unless told not to), runs `work` and closes the store. */
-async function withDb<T> (work: (db: Db) => Promise<T>, { migrate = true } = {}): Promise<T> {
+async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig()
-  const db = createDb(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DURABILITY)
+  const store = openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, durability: config.DURABILITY })
   try {
-    if (migrate) await migrateToLatest(db)
-    return await work(db)
+    if (migrate) await migrateToLatest(store.db)
+    return await work(store)
   } finally {
-    await db.destroy()
+    await store.close()
   }
 }
 
@@ -63,7 +63,7 @@ function buildProgram (): Command {
     .description('bring the store schema to the latest version')
     .addHelpText('after', examples('npx petstore migrate'))
     .action(async () => {
-      const applied = await withDb(migrateToLatest, { migrate: false })
+      const applied = await withStore(({ db }) => migrateToLatest(db), { migrate: false })
       console.log(applied.length === 0 ? 'The store is up to date.' : `Applied: ${applied.join(', ')}`)
     })
 
@@ -76,7 +76,7 @@ function buildProgram (): Command {
     .addHelpText('after', examples('KEY=$(npx petstore keys create --name ci | tail -n 1)'))
     .action(async ({ name }: { name: string }) => {
       const { key, hash, hint } = generateApiKey()
-      const id = await withDb((db) => insertApiKey(db, { name, hash, hint }))
+      const id = await withStore(({ db }) => insertApiKey(db, { name, hash, hint }))
       console.log(`Created API key ${id} (${name}). It is shown only now; store it safely:`)
       console.log(key)
     })
@@ -86,7 +86,7 @@ function buildProgram (): Command {
     .option('--json', 'print a JSON array')
     .addHelpText('after', examples('npx petstore keys list', "npx petstore keys list --json | jq '.[] | select(.revoked | not)'"))
     .action(async ({ json }: { json?: boolean }) => {
-      const rows = await withDb(findApiKeys)
+      const rows = await withStore(({ db }) => findApiKeys(db))
       const listed = rows.map((row) => ({
         id: Number(row.id),
         name: row.name,
@@ -106,7 +106,7 @@ function buildProgram (): Command {
     .argument('<id>', 'the key id, from `keys list`', parseKeyId)
     .addHelpText('after', examples('npx petstore keys revoke 2'))
     .action(async (id: bigint) => {
-      if (!await withDb((db) => revokeApiKey(db, id))) {
+      if (!await withStore(({ db }) => revokeApiKey(db, id))) {
         console.error(`petstore: no API key with id ${id}`)
         process.exitCode = EXIT_FAILURE
         return
@@ -134,7 +134,7 @@ batches are not tried.
 Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected or the store failed,
 2 the file cannot be read or is not a JSON array or CSV with a name,categoryId[,status] header.`)
     .action(async (file: string, options: PetsImportOptions) => {
-      if (!await runPetsImport(withDb, file, options)) process.exitCode = EXIT_FAILURE
+      if (!await runPetsImport(withStore, file, options)) process.exitCode = EXIT_FAILURE
     })
 
   return program

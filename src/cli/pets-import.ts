@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises'
-import type { Db } from '../db/database.js'
+import type { Store } from '../store/store.js'
 import { ImportFileError, formatOfFile, readImportRows, type ImportFormat } from '../pets/pet-import-file.js'
 import { importPets } from '../pets/pet-import.js'
 import { createProgress } from './progress.js'
@@ -19,7 +19,7 @@ export class ImportUsageError extends Error {
  * `petstore pets import FILE`: prints each rejected row with its line and reason, then a summary naming
  * the lines stored. Resolves true when every row was stored (or, with --dry-run, is valid).
  */
-export async function runPetsImport (withDb: <T>(work: (db: Db) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions): Promise<boolean> {
+export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions): Promise<boolean> {
   const format = options.format ?? formatOfFile(file)
   if (format === undefined) throw new ImportUsageError(`cannot tell the format of ${file}: name it .json or .csv, or pass --format`)
   let text: string
@@ -38,7 +38,7 @@ export async function runPetsImport (withDb: <T>(work: (db: Db) => Promise<T>) =
 
   console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${read.rows.length} rows from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
   const progress = createProgress(read.rows.length, options.dryRun ? 'Checked' : 'Imported')
-  const report = await withDb((db) => importPets(db, read.rows, { ...options, onProgress: (done) => progress.update(done) }))
+  const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, onProgress: (done) => progress.update(done) }))
   progress.stop()
 
   const rejected = [...read.rejected, ...report.rejected].sort((a, b) => a.line - b.line)

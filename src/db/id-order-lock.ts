@@ -11,3 +11,6 @@ import { isPostgres } from './dialect.js'
 export async function lockIdOrder (trx: Db, lock: number): Promise<void> {
   if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(lock)})`.execute(trx)
 }
+
+/** Names the lock that orders pet ids. */
+export const PET_INSERT_LOCK = 7_340_001

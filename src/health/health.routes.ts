@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { sql } from 'kysely'
 import { Type } from 'typebox'
-import type { Db } from '../db/database.js'
 import { ApiError, errorResponses } from '../errors.js'
+import type { Store } from '../store/store.js'
 
 /** GET /healthz, open to all: 200 while the store answers a query, 503 while it does not. */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (app, { store }) => {
   app.get('/healthz', {
     schema: {
       // Outside /v1, for load balancers and orchestrators: not part of the API's document.
@@ -15,7 +14,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, {
     }
   }, async () => {
     try {
-      await sql`select 1`.execute(db)
+      await store.ping()
     } catch (error) {
       throw new ApiError(503, 'service_unavailable', 'The store is not answering', { cause: error, headers: { 'retry-after': '1' } })
     }

@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:http'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
 
-/** The service's Prometheus metrics; made only when METRICS_PORT is set, so they cost nothing otherwise. */
+/** The service's Prometheus metrics; made only when METRICS_PORT is set. */
 export interface Metrics {
   registry: Registry
   httpRequests: Counter<'method' | 'route' | 'status'>
   httpDuration: Histogram<'method' | 'route' | 'status'>
-  storeQueryDuration: Histogram<'outcome'>
+  storeDuration: Histogram<'operation' | 'outcome'>
 }
 
 export function createMetrics (): Metrics {
@@ -24,10 +24,10 @@ export function createMetrics (): Metrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry]
     }),
-    storeQueryDuration: new Histogram({
-      name: 'petstore_store_query_duration_seconds',
-      help: 'Time the store took per query, by outcome (query or error)',
-      labelNames: ['outcome'],
+    storeDuration: new Histogram({
+      name: 'petstore_store_operation_duration_seconds',
+      help: 'Time the pet store took per operation (findPage, findById, create, insertMany), by outcome (ok or error)',
+      labelNames: ['operation', 'outcome'],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1],
       registers: [registry]
     })

@@ -1,3 +1,4 @@
+import { isoNow, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { lockIdOrder } from '../db/id-order-lock.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
@@ -18,7 +19,7 @@ export type PlaceOrderResult =
  * claimed by a conditional update, so of concurrent orders for one pet (on any instance) exactly one
  * finds it `available`; the others change nothing.
  */
-export async function placeOrder (db: Db, petId: bigint): Promise<PlaceOrderResult> {
+export async function placeOrder (db: Db, clock: Clock, petId: bigint): Promise<PlaceOrderResult> {
   try {
     return await db.transaction().execute(async (trx): Promise<PlaceOrderResult> => {
       const claimed = await trx.updateTable('pets').set({ status: 'pending' })
@@ -29,7 +30,7 @@ export async function placeOrder (db: Db, petId: bigint): Promise<PlaceOrderResu
         return { outcome: pet === undefined ? 'pet_not_found' : 'pet_not_available' }
       }
       await lockIdOrder(trx, ORDER_INSERT_LOCK)
-      const now = new Date().toISOString()
+      const now = isoNow(clock)
       const order = await trx.insertInto('orders')
         .values({ pet_id: petId, status: 'placed', created_at: now, updated_at: now })
         .returning(ORDER_COLUMNS)
@@ -52,12 +53,12 @@ export type MoveOrderResult =
  * Moves an order to `to` and its pet along with it, in one transaction, only from a status that
  * allows the move: the conditional update makes concurrent moves of one order apply at most once.
  */
-export async function moveOrder (db: Db, orderId: bigint, to: OrderStatus): Promise<MoveOrderResult> {
+export async function moveOrder (db: Db, clock: Clock, orderId: bigint, to: OrderStatus): Promise<MoveOrderResult> {
   const { from, petBecomes } = ORDER_TRANSITIONS[to]
   return await db.transaction().execute(async (trx): Promise<MoveOrderResult> => {
     const order = from.length === 0 ?
       undefined :
-        await trx.updateTable('orders').set({ status: to, updated_at: new Date().toISOString() })
+        await trx.updateTable('orders').set({ status: to, updated_at: isoNow(clock) })
           .where('id', '=', orderId).where('status', 'in', from)
           .returning(ORDER_COLUMNS)
           .executeTakeFirst()

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { ApiError, errorResponses } from '../errors.js'
 import type { CursorCodec } from '../pagination/cursor.js'
@@ -10,6 +11,7 @@ import { ListOrdersQuery, NewOrder, Order, OrderIdParams, OrderList, OrderStatus
 
 export interface OrderRoutesOptions {
   db: Db
+  clock: Clock
   cursorCodec: CursorCodec<OrderStatus>
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
@@ -24,7 +26,7 @@ const INVALID_TRANSITION = {
 } as const
 
 /** Experimental store orders: placing one holds a pet, and its transitions sell or release it. */
-export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { db, cursorCodec, apiUrl }) => {
+export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { db, clock, cursorCodec, apiUrl }) => {
   app.post('/store/orders', {
     schema: {
       ...EXPERIMENTAL,
@@ -39,7 +41,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
     }
   }, async (request, reply) => {
     const { petId } = request.body
-    const result = await placeOrder(db, petId)
+    const result = await placeOrder(db, clock, petId)
     if (result.outcome === 'pet_not_found') throw new ApiError(422, 'pet_not_found', `No pet with id ${petId}`)
     if (result.outcome === 'pet_not_available') throw new ApiError(409, 'pet_not_available', `Pet ${petId} is not available`)
     reply.code(201).header('location', apiUrl(`/store/orders/${result.order.id}`))
@@ -98,7 +100,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
   }, async (request) => {
     const { orderId } = request.params
     const { status } = request.body
-    const result = await moveOrder(db, orderId, status)
+    const result = await moveOrder(db, clock, orderId, status)
     if (result.outcome === 'not_found') throw new ApiError(404, 'not_found', `No order with id ${orderId}`)
     if (result.outcome === 'invalid_transition') {
       throw new ApiError(409, 'invalid_transition', `Order ${orderId} cannot move from ${result.from} to ${status}`)

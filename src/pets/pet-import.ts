@@ -1,8 +1,7 @@
 import { apiValidatorCompiler } from '../api-validator.js'
-import type { Db } from '../db/database.js'
+import type { PetStore } from '../store/pet-store.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
 import type { ImportRow, RejectedRow } from './pet-import-file.js'
-import { insertPetBatch, insertPetsNow, refreshPetStatistics } from './pet.repository.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
 export interface ImportOptions {
@@ -28,7 +27,7 @@ export interface ImportReport {
  * Validates each row exactly as createPet validates a body (the same compiled schema, formats and
  * exact int64), then stores the valid ones in batches, one transaction each.
  */
-export async function importPets (db: Db, rows: ImportRow[], { batchSize, dryRun, onProgress }: ImportOptions): Promise<ImportReport> {
+export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize, dryRun, onProgress }: ImportOptions): Promise<ImportReport> {
   const validate = apiValidatorCompiler({ schema: NewPet, method: 'POST', url: '/v1/pets', httpPart: 'body' })
   const report: ImportReport = { storedLines: [], rejected: [], notTriedLines: [] }
 
@@ -45,8 +44,7 @@ export async function importPets (db: Db, rows: ImportRow[], { batchSize, dryRun
     }
     try {
       if (!dryRun && batch.length > 0) {
-        const pets = batch.map(({ pet }) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS }))
-        if (insertPetsNow(db, pets) === undefined) await db.transaction().execute((trx) => insertPetBatch(trx, pets))
+        await pets.insertMany(batch.map(({ pet }) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
       }
       report.storedLines.push(...lines)
     } catch (error) {
@@ -54,6 +52,6 @@ export async function importPets (db: Db, rows: ImportRow[], { batchSize, dryRun
     }
     onProgress?.(Math.min(start + batchSize, rows.length))
   }
-  if (!dryRun && report.storedLines.length > 0) await refreshPetStatistics(db)
+  if (!dryRun && report.storedLines.length > 0) await pets.refreshStatistics()
   return report
 }

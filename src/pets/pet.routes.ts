@@ -1,25 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
-import { stringify as stringifyExact } from 'lossless-json'
-import type { Db } from '../db/database.js'
-import type { StoreReadCache } from '../db/read-cache.js'
 import { ApiError, errorResponses } from '../errors.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
-import type { PetInsertQueue } from './pet-insert-queue.js'
-import { findPetJsonById, findPetPage, insertPet } from './pet.repository.js'
+import type { PetPage, PetStore } from '../store/pet-store.js'
 import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
 
 export interface PetRoutesOptions {
-  db: Db
+  pets: PetStore
   cursorCodec: CursorCodec<PetStatus>
   idempotentCreates: IdempotentCreates
-  insertQueue: PetInsertQueue
-  /** Serves repeated pages of an unchanged store from memory. */
-  readCache: StoreReadCache
   /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
   apiUrl: (path: string) => string
 }
@@ -27,8 +20,12 @@ export interface PetRoutesOptions {
 const GET_PET_DEPRECATED_SINCE = new Date('2026-11-22T00:00:00Z')
 const GET_PET_SUNSET = new Date('2030-12-05T00:00:00Z')
 
-/** listPets, createPet and getPet: thin handlers over the pet repository. */
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { db, cursorCodec, idempotentCreates, insertQueue, readCache, apiUrl }) => {
+/** listPets, createPet and getPet: thin handlers over the pet store. */
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, cursorCodec, idempotentCreates, apiUrl }) => {
+  // A page the store answers from its cache is the same object each time: its link (an HMAC) is made once.
+  const nextLinks = new WeakMap<PetPage, string>()
+  const petUrlPrefix = apiUrl('/pets/')
+
   app.get('/pets', {
     schema: {
       operationId: 'listPets',
@@ -41,11 +38,15 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
     const afterId = afterIdOfCursor(cursorCodec, cursor, status)
-    const page = await readCache.get(`pets?${status}&${afterId}&${limit}`, async () => {
-      const { json, nextAfterId } = await findPetPage(db, { status, afterId, limit })
-      return { json, link: nextAfterId === undefined ? undefined : nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: nextAfterId }) }
-    })
-    if (page.link !== undefined) reply.header('link', page.link)
+    const page = await pets.findPage({ status, afterId, limit })
+    if (page.nextAfterId !== undefined) {
+      let link = nextLinks.get(page)
+      if (link === undefined) {
+        link = nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: page.nextAfterId })
+        nextLinks.set(page, link)
+      }
+      reply.header('link', link)
+    }
     return sendJson(reply, page.json)
   })
 
@@ -62,19 +63,17 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     const { name, categoryId, status = DEFAULT_PET_STATUS } = request.body
     const idempotencyKey = request.headers['idempotency-key']
     if (idempotencyKey === undefined) {
-      const pet = await insertQueue.insert({ name, categoryId, status })
-      reply.code(201).header('location', apiUrl(`/pets/${pet.id}`))
-      return pet
+      const created = await pets.create({ pet: { name, categoryId, status } })
+      if (created.outcome !== 'created') throw new Error('a create without an idempotency key was replayed')
+      reply.code(201).header('location', `${petUrlPrefix}${created.pet.id}`)
+      return created.pet
     }
-    const result = await idempotentCreates.run(request.apiKeyId, idempotencyKey, request.body, async (trx) => {
-      const pet = await insertPet(trx, { name, categoryId, status })
-      // Stored as text and sent as stored, so a replay is byte for byte the first answer.
-      return { status: 201, body: stringifyExact(pet)!, location: apiUrl(`/pets/${pet.id}`) }
-    })
-    reply.code(result.status as 201) // only successful creates are stored
-    if (result.location !== null) reply.header('location', result.location)
-    if (result.replayed) reply.header('idempotent-replayed', 'true')
-    return sendJson(reply, result.body)
+    const { response, replayed } = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, { name, categoryId, status }, petUrlPrefix)
+    reply.code(response.status as 201) // only successful creates are stored
+    if (response.location !== null) reply.header('location', response.location)
+    if (replayed) reply.header('idempotent-replayed', 'true')
+    // Stored as text and sent as stored, so a replay is byte for byte the first answer.
+    return sendJson(reply, response.body)
   })
 
   app.get('/pets/:petId', {
@@ -95,12 +94,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     }
   }, async (request, reply) => {
     const { petId } = request.params
-    const pet = await readCache.get(`pet ${petId}`, async () => {
-      const json = await findPetJsonById(db, petId)
-      return json === undefined ? undefined : { json }
-    })
-    if (pet === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
-    return sendJson(reply, pet.json)
+    const json = await pets.findById(petId)
+    if (json === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
+    return sendJson(reply, json)
   })
 }
 

@@ -33,27 +33,35 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
   // Authenticated answers are for one client only: no shared cache may keep them.
   const markPrivate = (reply: FastifyReply) => reply.header('cache-control', 'no-store')
 
+  // Keys not cached yet (or invalid ones) are looked up in the store; failures count against the address.
   const authenticate = async (request: FastifyRequest, reply: FastifyReply, token: string | undefined) => {
     const keyId = token === undefined ? undefined : await verifier.verify(token)
     if (keyId === undefined) {
       await rateLimiter?.admitAnonymous(request, reply)
       throw token === undefined ? NO_CREDENTIALS : INVALID_CREDENTIALS
     }
-    request.apiKeyId = keyId // the rate limit counts by key
-    await rateLimiter?.admitKey(request, reply)
+    admit(request, reply, keyId)
+  }
+
+  // The rate limit counts by key; in memory it answers at once, with Redis it may be a promise.
+  const admit = (request: FastifyRequest, reply: FastifyReply, keyId: bigint): void | Promise<void> => {
+    request.apiKeyId = keyId
     markPrivate(reply)
+    return rateLimiter?.admitKey(request, reply)
   }
 
   app.addHook('onRequest', (request, reply, done) => {
     const token = BEARER.exec(request.headers.authorization ?? '')?.[1]?.trimEnd()
-    // The hot path, without a promise: a key verified in the last seconds and no limit to count.
-    const keyId = rateLimiter === undefined && token !== undefined ? verifier.verifyCached(token) : undefined
-    if (keyId !== undefined) {
-      request.apiKeyId = keyId
-      markPrivate(reply)
-      done()
+    // The hot path, without a promise: a key verified in the last seconds, counted in memory.
+    const keyId = token === undefined ? undefined : verifier.verifyCached(token)
+    let pending: void | Promise<void>
+    try {
+      pending = keyId === undefined ? authenticate(request, reply, token) : admit(request, reply, keyId)
+    } catch (error) {
+      done(error as Error)
       return
     }
-    authenticate(request, reply, token).then(() => { done() }, done)
+    if (pending === undefined) done()
+    else pending.then(() => { done() }, done)
   })
 }, { name: 'auth' })

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { isStoreUnavailable } from '../db/store-errors.js'
+import { isStoreUnavailable } from '../store/store-errors.js'
 import { ApiError, type ErrorCode } from '../errors.js'
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {

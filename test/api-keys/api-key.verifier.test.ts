@@ -1,32 +1,58 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { KyselyPlugin } from 'kysely'
 import { generateApiKey } from '../../src/api-keys/api-key.service.js'
 import { ApiKeyVerifier } from '../../src/api-keys/api-key.verifier.js'
-import { createDb } from '../../src/db/create-db.js'
-import { createKey, createTestDb, defer, forEachStore } from '../helper.js'
+import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
+import { systemClock } from '../../src/clock.js'
+import { createKey, createTestStore, defer, forEachStore, manualClock } from '../helper.js'
+
+/** Counts the SELECTs run through the Kysely instance it is added to: the verifier's only ones are key lookups. */
+function countSelects (): KyselyPlugin & { count: number } {
+  return {
+    count: 0,
+    transformQuery (args) {
+      if (args.node.kind === 'SelectQueryNode') this.count++
+      return args.node
+    },
+    transformResult: async (args) => args.result
+  }
+}
 
 forEachStore((store) => {
   test('checks of a key that arrive together share one store query; a cached key needs none', async (t) => {
-    const { databaseUrl } = await createTestDb(t, store)
-    const keyLookups: string[] = []
-    const db = createDb(databaseUrl, 4, 'default', (event) => {
-      if (/select .* from "api_keys"/.test(event.query.sql)) keyLookups.push(event.query.sql)
-    })
-    defer(t, () => db.destroy())
+    const { db: storeDb } = await createTestStore(t, store)
+    const lookups = countSelects()
+    const db = storeDb.withPlugin(lookups)
     const { id, key } = await createKey(db)
-    const verifier = new ApiKeyVerifier(db, { cacheTtlMs: 60_000, cacheMax: 10, usageFlushMs: 60_000 })
+    const verifier = new ApiKeyVerifier(db, systemClock, { cacheTtlMs: 60_000, cacheMax: 10, usageFlushMs: 60_000 })
     defer(t, () => verifier.close())
 
     assert.deepEqual(await Promise.all(Array.from({ length: 20 }, () => verifier.verify(key))), Array(20).fill(id))
-    assert.equal(keyLookups.length, 1)
+    assert.equal(lookups.count, 1)
     assert.equal(await verifier.verify(key), id)
-    assert.equal(keyLookups.length, 1, 'cached')
+    assert.equal(lookups.count, 1, 'cached')
 
     // A key the store does not hold is not kept: each moment asks again.
     const { key: unknown } = generateApiKey()
     assert.deepEqual(await Promise.all([verifier.verify(unknown), verifier.verify(unknown)]), [undefined, undefined])
-    assert.equal(keyLookups.length, 2)
+    assert.equal(lookups.count, 2)
     assert.equal(await verifier.verify(unknown), undefined)
-    assert.equal(keyLookups.length, 3)
+    assert.equal(lookups.count, 3)
+  })
+
+  test('a revoked key is refused once its cache entry expires, and not before', async (t) => {
+    const { db } = await createTestStore(t, store)
+    const clock = manualClock()
+    const { id, key } = await createKey(db)
+    const verifier = new ApiKeyVerifier(db, clock, { cacheTtlMs: 2000, cacheMax: 10, usageFlushMs: 60_000 })
+    defer(t, () => verifier.close())
+    assert.equal(await verifier.verify(key), id)
+    assert.equal(await revokeApiKey(db, id), true)
+    clock.advance(1999)
+    assert.equal(verifier.verifyCached(key), id, 'still cached')
+    clock.advance(2)
+    assert.equal(verifier.verifyCached(key), undefined, 'expired from the cache')
+    assert.equal(await verifier.verify(key), undefined)
   })
 })

@@ -47,7 +47,7 @@ forEachStore((store) => {
     const ok = await testApp.app.inject({ url: '/healthz' })
     assert.equal(ok.statusCode, 200)
     assert.deepEqual(ok.json(), { status: 'ok' })
-    await testApp.db.destroy()
+    await testApp.store.close()
     const down = await testApp.app.inject({ url: '/healthz' })
     assert.equal(down.statusCode, 503)
     assert.equal(errorOf(down).code, 'service_unavailable')

@@ -4,13 +4,13 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
-import { createKey, createTestDb, defer } from '../helper.js'
+import { createKey, createTestStore, defer } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
   const metrics = createMetrics()
-  const { db, databaseUrl } = await createTestDb(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), db, metrics })
+  const { store, db, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics })
   defer(t, () => app.close())
   const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
   await app.inject({ url: '/v1/pets', headers })
@@ -30,10 +30,13 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="401"\} 1/)
   assert.match(text, /http_request_duration_seconds_bucket\{le="0\.1",method="GET",route="\/v1\/pets",status="200"\} 2/)
   assert.match(text, /process_cpu_user_seconds_total \d/)
+  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 2/)
+  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
 test('petstore serve with METRICS_PORT serves /metrics on that port, with store timings', async (t) => {
-  const { databaseUrl } = await createTestDb(t)
+  const { db, databaseUrl } = await createTestStore(t)
+  const { key } = await createKey(db)
   const server = await startServer(t, { DATABASE_URL: databaseUrl, METRICS_PORT: '0' })
   const metricsAddress = /"address":\{"address":"127\.0\.0\.1","family":"IPv4","port":(\d+)\}/
   const deadline = Date.now() + 5000
@@ -41,8 +44,12 @@ test('petstore serve with METRICS_PORT serves /metrics on that port, with store 
   const address = metricsAddress.exec(server.output())
   assert.ok(address, server.output())
   await fetch(`${server.url}/healthz`)
+  const created = await fetch(`${server.url}/v1/pets`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"name":"Rex","categoryId":1}'
+  })
+  assert.equal(created.status, 201)
   const text = await (await fetch(`http://127.0.0.1:${address[1]}/metrics`)).text()
-  assert.match(text, /petstore_store_query_duration_seconds_count\{outcome="query"\} [1-9]/)
+  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="create",outcome="ok"\} 1/)
   assert.match(text, /http_requests_total\{method="GET",route="\/healthz",status="200"\} 1/)
   assert.equal(await server.stop(), 0)
 })

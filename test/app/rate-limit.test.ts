@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { build, createKey, createTestDb, defer, errorOf, forEachStore } from '../helper.js'
+import { build, createKey, createTestStore, defer, errorOf, forEachStore, manualClock } from '../helper.js'
 
 const RATE_LIMIT = /^"default";r=(\d+);t=(\d+)$/
 
@@ -41,6 +41,21 @@ forEachStore((store) => {
     assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).statusCode, 200, 'valid keys are counted apart')
   })
 
+  test('a key over its limit is admitted again when its one-minute window ends', async (t) => {
+    const clock = manualClock()
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, clock })
+    const status = async () => (await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).statusCode
+    assert.deepEqual([await status(), await status(), await status()], [200, 200, 429])
+    clock.advance(59_000)
+    const limited = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.equal(limited.statusCode, 429)
+    assert.equal(limited.headers['retry-after'], '1')
+    clock.advance(1000)
+    const admitted = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.equal(admitted.statusCode, 200)
+    assert.equal(admitted.headers.ratelimit, '"default";r=1;t=60')
+  })
+
   test('RATE_LIMIT_PER_MINUTE=0 turns limiting off', async (t) => {
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' } })
     for (let i = 0; i < 5; i++) {
@@ -54,9 +69,9 @@ forEachStore((store) => {
 const redisUrl = process.env.TEST_REDIS_URL
 if (redisUrl) {
   test('with REDIS_URL, instances share one budget per key', async (t) => {
-    const { db, databaseUrl } = await createTestDb(t)
+    const { store, db, databaseUrl } = await createTestStore(t)
     const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl })
-    const instances = [await buildApp({ config, db }), await buildApp({ config, db })]
+    const instances = [await buildApp({ config, store }), await buildApp({ config, store })]
     for (const app of instances) defer(t, () => app.close())
     const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
     const statuses = []

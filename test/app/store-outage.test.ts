@@ -4,9 +4,8 @@ import { createServer, connect, type Socket } from 'node:net'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { createDb } from '../../src/db/create-db.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
-import { createKey, defer, errorOf, TEST_STORES } from '../helper.js'
+import { createKey, defer, errorOf, openTestStore, TEST_STORES } from '../helper.js'
 
 /** A TCP proxy to the database that the test can cut and restore, as a network fault would. */
 async function createCuttableProxy (target: URL) {
@@ -45,10 +44,10 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     defer(t, () => proxy.close())
     const viaProxy = new URL(direct)
     viaProxy.host = `127.0.0.1:${proxy.port}`
-    const db = createDb(viaProxy.toString(), 2)
-    defer(t, () => db.destroy())
+    const viaProxyStore = openTestStore(t, viaProxy.toString(), { poolSize: 2 })
+    const { db } = viaProxyStore
     await migrateToLatest(db)
-    const app = await buildApp({ config: loadConfig({ DATABASE_URL: viaProxy.toString() }), db, verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 } })
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: viaProxy.toString() }), store: viaProxyStore, verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 } })
     defer(t, () => app.close())
     const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
     const created = await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })

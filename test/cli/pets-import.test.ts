@@ -6,10 +6,8 @@ import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { sql } from 'kysely'
 import { isPostgres } from '../../src/db/dialect.js'
-import { createDb } from '../../src/db/create-db.js'
 import type { Db } from '../../src/db/database.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
-import { defer, forEachStore, tempDir } from '../helper.js'
+import { createTestStore, forEachStore, tempDir } from '../helper.js'
 import { runCli } from '../process.js'
 
 async function storedPets (db: Db): Promise<Array<[string, string, string]>> {
@@ -19,10 +17,7 @@ async function storedPets (db: Db): Promise<Array<[string, string, string]>> {
 
 forEachStore((store) => {
   async function setUp (t: Parameters<typeof tempDir>[0]) {
-    const databaseUrl = await store.databaseUrl(t)
-    const db = createDb(databaseUrl, 2)
-    defer(t, () => db.destroy())
-    await migrateToLatest(db)
+    const { db, databaseUrl } = await createTestStore(t, store)
     const dir = tempDir(t)
     const file = (name: string, text: string) => {
       const path = join(dir, name)

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { createDb } from '../../src/db/create-db.js'
 import type { Db } from '../../src/db/database.js'
-import { createKey, createTestDb, defer, forEachStore, type TestStore } from '../helper.js'
+import { createKey, createTestStore, defer, forEachStore, openTestStore, type TestStore } from '../helper.js'
 
 const TERMINAL_PET_STATUS = { placed: 'pending', approved: 'pending', delivered: 'sold', cancelled: 'available' } as const
 
@@ -20,13 +19,11 @@ interface Instances {
  * database, as in production; on SQLite one (its instances are processes, tested in the CLI suites).
  */
 async function startInstances (t: TestContext, store: TestStore): Promise<Instances> {
-  const { db, databaseUrl } = await createTestDb(t, store)
+  const { store: first, db, databaseUrl } = await createTestStore(t, store)
   const config = loadConfig({ DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: '8', RATE_LIMIT_PER_MINUTE: '0' })
   const urls = []
   for (let i = 0; i < (store.name === 'postgres' ? 2 : 1); i++) {
-    const instanceDb = i === 0 ? db : createDb(databaseUrl, 8)
-    if (i > 0) defer(t, () => instanceDb.destroy())
-    const app = await buildApp({ config, db: instanceDb })
+    const app = await buildApp({ config, store: i === 0 ? first : openTestStore(t, databaseUrl, { poolSize: 8 }) })
     defer(t, () => app.close())
     urls.push(`${await app.listen({ port: 0, host: '127.0.0.1' })}/v1`)
   }

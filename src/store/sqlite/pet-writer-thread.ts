@@ -1,29 +1,25 @@
 import type { Worker } from 'node:worker_threads'
-import type { Durability } from '../db/create-db.js'
-import type { Db } from '../db/database.js'
-import { sqliteFileOf } from '../db/sqlite-direct.js'
-import { startWorker, stopWorker } from '../worker-thread.js'
-import type { PetValues } from './pet.repository.js'
-import type { Pet } from './pet.schemas.js'
+import type { PetCreate, PetCreated } from '../pet-store.js'
+import type { Durability } from '../store.js'
+import { startWorker, stopWorker } from './worker-thread.js'
 
-/** What the writer thread answers for each group: the stored pets in the order sent, or the store's error. */
-export type WriterAnswer = { pets: Pet[] } | { error: { code: string | undefined, message: string } }
+/** What the writer thread answers for each group: the outcomes in the order sent, or the store's error. */
+export type WriterAnswer = { created: PetCreated[] } | { error: { code: string | undefined, message: string } }
 
-export interface WriterOptions {
+export interface WriterWorkerData {
+  path: string
   durability: Durability
-  /** The writer's `wal_autocheckpoint`, when another thread checkpoints (see WalCheckpointer). */
-  autocheckpointPages?: number | undefined
+  /** The writer's `wal_autocheckpoint` (see WalCheckpointer). */
+  autocheckpointPages: number
 }
 
-export type WriterWorkerData = WriterOptions & { path: string }
-
 interface Pending {
-  resolve: (pets: Pet[]) => void
+  resolve: (created: PetCreated[]) => void
   reject: (error: unknown) => void
 }
 
 /**
- * Commits groups of pets on a thread of its own, with its own connection to the SQLite file. Under
+ * Commits groups of creates on a thread of its own, with its own connection to the SQLite file. Under
  * DURABILITY=strict each commit waits for an fsync (a quarter to half a millisecond here); on the
  * event loop that wait stopped every request, while on this thread the loop keeps serving and
  * gathering the next group. SQLite publishes a commit to other connections only after its fsync, so
@@ -35,19 +31,13 @@ export class PetWriterThread {
   readonly #pending: Pending[] = []
   #failure: Error | undefined
 
-  /** A writer for a SQLite file store; undefined for PostgreSQL or an in-memory store (see `sqliteFileOf`). */
-  static start (db: Db, options: WriterOptions, onFailure: (error: Error) => void): PetWriterThread | undefined {
-    const path = sqliteFileOf(db)
-    return path === undefined ? undefined : new PetWriterThread({ path, ...options }, onFailure)
-  }
-
-  private constructor (workerData: WriterWorkerData, onFailure: (error: Error) => void) {
+  constructor (workerData: WriterWorkerData, onFailure: (error: Error) => void) {
     this.#worker = startWorker('pet-writer.worker', import.meta.url, workerData)
     this.#worker.unref() // an idle writer must not keep the process alive, unlike one with work
     this.#worker.on('message', (answer: WriterAnswer) => {
       const { resolve, reject } = this.#pending.shift()!
       if (this.#pending.length === 0) this.#worker.unref()
-      if ('pets' in answer) resolve(answer.pets)
+      if ('created' in answer) resolve(answer.created)
       else reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
     })
     this.#worker.on('error', (error) => {
@@ -62,12 +52,12 @@ export class PetWriterThread {
     return this.#failure === undefined
   }
 
-  /** Stores the pets in one transaction and resolves, with their ids, once it is committed. */
-  insert (pets: PetValues[]): Promise<Pet[]> {
+  /** Commits the creates in one transaction and resolves with their outcomes once it is committed. */
+  commit (creates: readonly PetCreate[], createdAt: string): Promise<PetCreated[]> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
     return new Promise((resolve, reject) => {
       if (this.#pending.push({ resolve, reject }) === 1) this.#worker.ref()
-      this.#worker.postMessage(pets)
+      this.#worker.postMessage({ creates, createdAt })
     })
   }
 

@@ -1,5 +1,4 @@
 import { closeSync, openSync, readSync } from 'node:fs'
-import type { Db } from './database.js'
 
 // The first of the two copies of the wal-index header (https://www.sqlite.org/walformat.html).
 const HEADER_BYTES = 48
@@ -13,43 +12,26 @@ const HEADER_BYTES = 48
  *
  * A header read while a commit writes it differs from the one before: the cache it guards is then
  * dropped once more than needed, never kept stale. Reads after a commit returned see its header, as
- * SQLite maps the file shared and the kernel keeps one copy of its pages.
+ * SQLite maps the file shared and the kernel keeps one copy of its pages. This holds only while every
+ * connection to the file uses the WAL index in shared memory: WAL mode with normal locking (see
+ * SqliteStore, which checks that before using it).
  */
 export class WalIndexStamp {
-  readonly #path: string
   readonly #header = Buffer.alloc(HEADER_BYTES)
-  #fd: number | undefined
+  readonly #fd: number
 
-  /** `path` is the `-shm` file of a store that the caller opened in WAL mode and keeps open. */
+  /** `path` is the `-shm` file of a store in WAL mode that the caller keeps open. */
   constructor (path: string) {
-    this.#path = path
+    this.#fd = openSync(path, 'r')
   }
 
-  /** The header as text; undefined while there is no WAL index to read (before the first query). */
-  read (): string | undefined {
-    try {
-      this.#fd ??= openSync(this.#path, 'r')
-    } catch {
-      return undefined
-    }
+  /** The header as text. */
+  read (): string {
     const length = readSync(this.#fd, this.#header, 0, HEADER_BYTES, 0)
-    return length === HEADER_BYTES ? this.#header.toString('latin1') : undefined
+    return this.#header.toString('latin1', 0, length)
   }
 
   close (): void {
-    if (this.#fd !== undefined) closeSync(this.#fd)
-    this.#fd = undefined
+    closeSync(this.#fd)
   }
-}
-
-const stamps = new WeakMap<Db, WalIndexStamp>()
-
-/** Makes `stamp` the commit stamp of `db`, for `commitStamp`. */
-export function watchCommits (db: Db, stamp: WalIndexStamp): void {
-  stamps.set(db, stamp)
-}
-
-/** What changes with every commit to `db`, read without a query; undefined when unknown. */
-export function commitStamp (db: Db): string | undefined {
-  return stamps.get(db)?.read()
 }

@@ -1,12 +1,9 @@
 import type { Worker } from 'node:worker_threads'
-import { sql } from 'kysely'
-import { startWorker, stopWorker } from '../worker-thread.js'
-import type { Db } from './database.js'
-import { sqliteFileOf } from './sqlite-direct.js'
+import { startWorker, stopWorker } from './worker-thread.js'
 
 const CHECKPOINT_INTERVAL_MS = 100
-// SQLite's own threshold, restored should the thread fail.
-const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000
+/** SQLite's own threshold, for connections when no thread checkpoints. */
+export const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 /**
  * While the thread runs, a connection checkpoints on its own only past this many WAL pages (40 MB):
  * a safety net, never reached while the thread keeps up.
@@ -16,7 +13,7 @@ export const AUTOCHECKPOINT_SAFETY_NET_PAGES = 10_000
 export interface CheckpointerEvents {
   /** A checkpoint failed (it is tried again on the next turn). */
   onCheckpointError: (error: Error) => void
-  /** The thread stopped unexpectedly: connections checkpoint on their commits again. */
+  /** The thread stopped unexpectedly: connections must checkpoint on their commits again. */
   onFailure: (error: Error) => void
 }
 
@@ -24,21 +21,14 @@ export interface CheckpointerEvents {
  * Checkpoints a SQLite file store's WAL on a thread of its own. SQLite checkpoints on the commit
  * that takes the WAL past 1,000 pages, inside that commit: under steady creates, several times a
  * second a commit on the event loop took 2 to 5 ms instead of a tenth of one, and every request
- * waited meanwhile, which showed in the p99 latency. Here the commit only appends to the WAL.
+ * waited meanwhile, which showed in the p99 latency. Here the commit only appends to the WAL, as
+ * long as its connection's threshold is `AUTOCHECKPOINT_SAFETY_NET_PAGES`.
  */
 export class WalCheckpointer {
   readonly #worker: Worker
   #stopped = false
 
-  /** Starts the thread for a SQLite file store; undefined for PostgreSQL or an in-memory store (see `sqliteFileOf`). */
-  static async start (db: Db, events: CheckpointerEvents): Promise<WalCheckpointer | undefined> {
-    const path = sqliteFileOf(db)
-    if (path === undefined) return undefined
-    await setAutocheckpoint(db, AUTOCHECKPOINT_SAFETY_NET_PAGES)
-    return new WalCheckpointer(db, path, events)
-  }
-
-  private constructor (db: Db, path: string, { onCheckpointError, onFailure }: CheckpointerEvents) {
+  constructor (path: string, { onCheckpointError, onFailure }: CheckpointerEvents) {
     this.#worker = startWorker('wal-checkpoint.worker', import.meta.url, { path, intervalMs: CHECKPOINT_INTERVAL_MS })
     this.#worker.unref()
     this.#worker.on('message', ({ message, code }: { message: string, code: unknown }) => {
@@ -47,7 +37,6 @@ export class WalCheckpointer {
     this.#worker.on('error', (error) => {
       this.#stopped = true
       onFailure(error)
-      setAutocheckpoint(db, SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES).catch(onFailure)
     })
   }
 
@@ -57,9 +46,4 @@ export class WalCheckpointer {
     this.#stopped = true
     await stopWorker(this.#worker, 'stop')
   }
-}
-
-/** Sets how many WAL pages a commit on `db`'s connection may leave before it checkpoints itself. */
-export async function setAutocheckpoint (db: Db, pages: number): Promise<void> {
-  await sql`pragma wal_autocheckpoint = ${sql.raw(String(pages))}`.execute(db)
 }

@@ -1,0 +1,47 @@
+interface Waiting<Item, Result> {
+  item: Item
+  resolve: (result: Result) => void
+  reject: (error: unknown) => void
+}
+
+/**
+ * Group commit: items that arrive in the same turn of the event loop, or while the group before them
+ * is committing (a round trip and the server's fsync on PostgreSQL, a writer thread's fsync on
+ * SQLite), are committed together by one call of `commit`, and each is answered only after it. So an
+ * answer still means "committed" while one commit (one WAL write, one fsync) serves many requests.
+ */
+export class GroupCommit<Item, Result> {
+  #waiting: Array<Waiting<Item, Result>> = []
+  #committing = false
+
+  /** `commit` stores a group in one transaction and returns a result per item, in the order given. */
+  constructor (private readonly commit: (items: Item[]) => Promise<Result[]> | Result[]) {}
+
+  /** Resolves once the item's group is committed; rejects, for each item of the group, when it is not. */
+  add (item: Item): Promise<Result> {
+    return new Promise((resolve, reject) => {
+      if (this.#waiting.push({ item, resolve, reject }) === 1 && !this.#committing) this.#commitSoon()
+    })
+  }
+
+  #commitSoon (): void {
+    setImmediate(() => { void this.#commitGroup() })
+  }
+
+  async #commitGroup (): Promise<void> {
+    const group = this.#waiting
+    this.#waiting = []
+    this.#committing = true
+    try {
+      const results = await this.commit(group.map(({ item }) => item))
+      group.forEach(({ resolve }, i) => resolve(results[i]!))
+    } catch (error) {
+      // The group was not committed (or, if a writer thread was lost meanwhile, may have been, unseen):
+      // every request in it fails (503 for a store fault) and none is answered as committed.
+      for (const { reject } of group) reject(error)
+    } finally {
+      this.#committing = false
+      if (this.#waiting.length > 0) this.#commitSoon()
+    }
+  }
+}

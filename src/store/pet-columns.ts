@@ -1,0 +1,52 @@
+import { Pet } from '../pets/pet.schemas.js'
+import type { PetTable } from '../pets/pet.table.js'
+
+/**
+ * The column behind each field of the Pet schema, the one list every query that reads pets is built
+ * from: the compiler requires a column for each field the schema declares, and the lists below follow
+ * the schema's own order, which is the order of the fields in every answer.
+ */
+const COLUMN_OF_FIELD: { readonly [Field in keyof Pet]-?: keyof PetTable } = {
+  id: 'id',
+  name: 'name',
+  categoryId: 'category_id',
+  status: 'status'
+}
+
+const PET_FIELDS = Object.keys(Pet.properties).map((field) => ({ field, column: COLUMN_OF_FIELD[field as keyof Pet] }))
+
+/** The select list that reads a pet's columns under its field names (SQL for both dialects). */
+export const PET_SELECT_LIST = PET_FIELDS.map(({ field, column }) => field === column ? column : `${column} as "${field}"`).join(', ')
+
+/** The pets' columns that answers are made of, under their own names. */
+export const PET_COLUMN_LIST = PET_FIELDS.map(({ column }) => column).join(', ')
+
+/** A SQL expression that builds a pet's JSON object from its columns (`json_object` on SQLite, `json_build_object` on PostgreSQL). */
+export function petJsonSql (jsonObject: 'json_object' | 'json_build_object'): string {
+  return `${jsonObject}(${PET_FIELDS.map(({ field, column }) => `'${field}', ${column}`).join(', ')})`
+}
+
+/** The pets' columns a create writes, in the order of `petRowValues`. */
+export const PET_INSERT_COLUMNS = '(name, category_id, status, created_at)'
+
+/** The values of one row of `PET_INSERT_COLUMNS`. */
+export function petRowValues (pet: { name: string, categoryId: bigint, status: string }, createdAt: string): unknown[] {
+  return [pet.name, pet.categoryId, pet.status, createdAt]
+}
+
+// Neither store promises RETURNING rows in the order of VALUES: each pet takes a row of the same
+// content, so only pets that no one can tell apart may trade ids.
+/** The stored pets in the order of the values they were inserted from. */
+export function inGivenOrder (pets: ReadonlyArray<{ name: string, categoryId: bigint, status: string }>, stored: readonly Pet[]): Pet[] {
+  const rowsByContent = new Map<string, Pet[]>()
+  for (const row of stored) {
+    const rows = rowsByContent.get(contentOf(row))
+    if (rows === undefined) rowsByContent.set(contentOf(row), [row])
+    else rows.push(row)
+  }
+  return pets.map((pet) => rowsByContent.get(contentOf(pet))!.shift()!)
+}
+
+function contentOf ({ name, categoryId, status }: { name: string, categoryId: bigint, status: string }): string {
+  return `${status} ${categoryId} ${name}`
+}

@@ -1,0 +1,122 @@
+import { sql } from 'kysely'
+import { stringify as stringifyExact } from 'lossless-json'
+import { isoNow, type Clock } from '../../clock.js'
+import type { Db } from '../../db/database.js'
+import { lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
+import type { Pet } from '../../pets/pet.schemas.js'
+import { GroupCommit } from '../group-commit.js'
+import { inGivenOrder, PET_INSERT_COLUMNS, PET_SELECT_LIST, petRowValues } from '../pet-columns.js'
+import type { PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
+import { createdResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
+
+const PETS = sql.raw(PET_SELECT_LIST)
+const STORED_RESPONSE = sql.raw(STORED_RESPONSE_SELECT_LIST)
+// Four bound values a row: well within PostgreSQL's 65,535 a statement, however many creates a group
+// gathers (pipelined requests are not bounded by the connection limit).
+const ROWS_PER_INSERT = 1000
+
+/**
+ * Pets on PostgreSQL, where other instances write unseen, so every read goes to the database.
+ * Creates are committed in groups, each under the lock that orders pet ids (see lockIdOrder).
+ */
+export class PostgresPetStore implements PetStore {
+  readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
+
+  constructor (private readonly db: Db, private readonly clock: Clock) {}
+
+  async findPage ({ status, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
+    const byStatus = status === undefined ? sql`` : sql`status = ${status} and`
+    const { rows: pets } = await sql<Pet>`select ${PETS} from pets where ${byStatus} id > ${afterId} order by id limit ${limit + 1}`.execute(this.db)
+    const more = pets.length > limit
+    if (more) pets.length = limit
+    return { json: stringifyExact(pets)!, nextAfterId: more ? pets[limit - 1]!.id : undefined }
+  }
+
+  async findById (id: bigint): Promise<string | undefined> {
+    const { rows: [pet] } = await sql<Pet>`select ${PETS} from pets where id = ${id}`.execute(this.db)
+    return pet === undefined ? undefined : stringifyExact(pet)
+  }
+
+  async create (request: PetCreate): Promise<PetCreated> {
+    return await this.#creates.add(request)
+  }
+
+  async insertMany (pets: readonly PetValues[]): Promise<Pet[]> {
+    const createdAt = isoNow(this.clock)
+    return await this.db.transaction().execute(async (trx) => {
+      await lockIdOrder(trx, PET_INSERT_LOCK)
+      return await insertPets(trx, pets, createdAt)
+    })
+  }
+
+  /**
+   * After a bulk load, gives the planner the table's new size at once rather than when autovacuum
+   * next looks (up to a minute): meanwhile, taking a grown table for a small one, it sorted every pet
+   * of a status for each listPets page instead of walking the (status, id) index (1.5 ms instead of
+   * 0.05 at 10,000 pets).
+   */
+  async refreshStatistics (): Promise<void> {
+    await sql`analyze pets`.execute(this.db)
+  }
+
+  /**
+   * One transaction for the group, under the lock every create takes: so a transaction of another
+   * instance that claims one of these idempotency keys has committed (and is seen) or not begun, and
+   * the keys can be looked at, then claimed, without a race.
+   */
+  async #commit (creates: PetCreate[]): Promise<PetCreated[]> {
+    const createdAt = isoNow(this.clock)
+    return await this.db.transaction().execute(async (trx) => {
+      await lockIdOrder(trx, PET_INSERT_LOCK)
+      const outcomes: Array<PetCreated | undefined> = []
+      for (const { idempotency: claim } of creates) {
+        if (claim === undefined) {
+          outcomes.push(undefined)
+          continue
+        }
+        await sql`delete from idempotency_keys where api_key_id = ${claim.apiKeyId} and key = ${claim.key} and created_at < ${claim.notBefore}`.execute(trx)
+        const { rows: [stored] } = await sql<StoredResponse>`select ${STORED_RESPONSE} from idempotency_keys where api_key_id = ${claim.apiKeyId} and key = ${claim.key}`.execute(trx)
+        outcomes.push(stored === undefined ? undefined : { outcome: 'replayed', response: stored })
+      }
+      const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
+      const pets = await insertPets(trx, toCreate.map(({ pet }) => pet), createdAt)
+      let next = 0
+      const created: PetCreated[] = []
+      for (const [i, outcome] of outcomes.entries()) {
+        if (outcome !== undefined) {
+          created.push(outcome)
+          continue
+        }
+        const pet = pets[next++]!
+        const claim = creates[i]!.idempotency
+        if (claim === undefined) {
+          created.push({ outcome: 'created', pet })
+          continue
+        }
+        const response = createdResponse(claim, pet)
+        await trx.insertInto('idempotency_keys').values({
+          api_key_id: claim.apiKeyId,
+          key: claim.key,
+          request_hash: response.requestHash,
+          status_code: response.status,
+          response_body: response.body,
+          location: response.location,
+          created_at: createdAt
+        }).execute()
+        created.push({ outcome: 'created', pet, response })
+      }
+      return created
+    })
+  }
+}
+
+/** Inserts pets, an INSERT per thousand, inside the caller's transaction and returns them with their ids, in the order given. */
+async function insertPets (trx: Db, pets: readonly PetValues[], createdAt: string): Promise<Pet[]> {
+  const stored: Pet[] = []
+  for (let start = 0; start < pets.length; start += ROWS_PER_INSERT) {
+    const rows = pets.slice(start, start + ROWS_PER_INSERT).map((pet) => sql`(${sql.join(petRowValues(pet, createdAt))})`)
+    const { rows: inserted } = await sql<Pet>`insert into pets ${sql.raw(PET_INSERT_COLUMNS)} values ${sql.join(rows)} returning ${PETS}`.execute(trx)
+    stored.push(...inserted)
+  }
+  return inGivenOrder(pets, stored)
+}

@@ -1,0 +1,81 @@
+import { mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import SqliteDatabase from 'better-sqlite3'
+import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
+import type { Durability } from '../store.js'
+
+// First, so that even switching to WAL waits for another process holding the file. better-sqlite3
+// waits synchronously, stalling every request meanwhile: long enough for another process's short
+// transactions, well under the 1 s lag at which the server sheds load. Past it: 503.
+const BUSY_TIMEOUT_MS = 500
+const STATEMENT_CACHE_SIZE = 200
+
+/**
+ * One better-sqlite3 connection to a store file with the service's settings, its prepared statements
+ * kept by their SQL (Kysely would prepare every query anew, which cost a sixth of a request; the
+ * queries here take their values as parameters, so a few statements serve them all), and one
+ * transaction function (better-sqlite3 builds five wrappers for each `transaction(fn)`).
+ */
+export class SqliteConnection {
+  readonly #sqlite: SqliteDatabase.Database
+  readonly #statements = new Map<string, SqliteDatabase.Statement>()
+  readonly #transaction: SqliteDatabase.Transaction<(work: () => unknown) => unknown>
+
+  /** `queryOnly` refuses every write on this connection, for one that serves reads alone. */
+  constructor (path: string, durability: Durability, { queryOnly = false } = {}) {
+    mkdirSync(dirname(resolve(path)), { recursive: true })
+    this.#sqlite = new SqliteDatabase(path)
+    this.#sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
+    // syncs the WAL on every commit (group commit keeps that affordable).
+    this.#sqlite.pragma('journal_mode = WAL')
+    this.#sqlite.pragma(durability === 'strict' ? 'synchronous = FULL' : 'synchronous = NORMAL')
+    if (queryOnly) this.#sqlite.pragma('query_only = ON')
+    this.#sqlite.pragma('foreign_keys = ON')
+    // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
+    this.#sqlite.defaultSafeIntegers(true)
+    this.#transaction = this.#sqlite.transaction((work: () => unknown) => work())
+  }
+
+  /** The file's name as SQLite resolved it. */
+  get path (): string {
+    return this.#sqlite.name
+  }
+
+  /** A setting of the connection, such as `journal_mode`, as one value. */
+  setting (name: string): unknown {
+    return this.#sqlite.pragma(name, { simple: true })
+  }
+
+  /** Runs a statement and returns its rows (those of RETURNING for a write; none for other writes). */
+  query<Row> (sql: string, parameters: readonly unknown[] = []): Row[] {
+    const statement = this.#prepare(sql)
+    if (statement.reader) return statement.all(...parameters) as Row[]
+    statement.run(...parameters)
+    return []
+  }
+
+  /** Runs `work` as one write transaction (BEGIN IMMEDIATE, which takes the write lock up front). */
+  writeTransaction<T> (work: () => T): T {
+    return this.#transaction.immediate(work) as T
+  }
+
+  /** The connection as Kysely's SQLite dialect takes it, sharing these prepared statements; closed by `close()` only. */
+  forKysely (): KyselySqliteDatabase {
+    return { prepare: (sql) => this.#prepare(sql), close: () => {} }
+  }
+
+  close (): void {
+    this.#sqlite.close()
+  }
+
+  #prepare (sql: string): SqliteDatabase.Statement {
+    let statement = this.#statements.get(sql)
+    if (statement === undefined) {
+      if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.clear()
+      statement = this.#sqlite.prepare(sql)
+      this.#statements.set(sql, statement)
+    }
+    return statement
+  }
+}

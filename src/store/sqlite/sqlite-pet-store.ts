@@ -1,0 +1,91 @@
+import { isoNow, type Clock } from '../../clock.js'
+import type { Db } from '../../db/database.js'
+import type { Pet } from '../../pets/pet.schemas.js'
+import { GroupCommit } from '../group-commit.js'
+import { PET_COLUMN_LIST, petJsonSql } from '../pet-columns.js'
+import type { PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues } from '../pet-store.js'
+import type { PetWriterThread } from './pet-writer-thread.js'
+import { StoreReadCache } from './read-cache.js'
+import type { SqliteConnection } from './sqlite-connection.js'
+import { commitCreates, insertPets } from './sqlite-pet-writes.js'
+
+// SQLite writes the JSON itself: building 20 row objects (with BigInt ids) and serializing them cost
+// more than the query. The SQL is constant, so its statement stays prepared.
+const PET_JSON = petJsonSql('json_object')
+const PAGE = (filter: string) => `select json_group_array(${PET_JSON}) as json, count(*) as count, max(id) as "lastId" ` +
+  `from (select ${PET_COLUMN_LIST} from pets where ${filter} id > ? order by id limit ?)`
+const PAGE_ALL = PAGE('')
+const PAGE_BY_STATUS = PAGE('status = ? and')
+const MORE_AFTER = (filter: string) => `select 1 as more from pets where ${filter} id > ? limit 1`
+const MORE_ALL = MORE_AFTER('')
+const MORE_BY_STATUS = MORE_AFTER('status = ? and')
+const PET_BY_ID = `select ${PET_JSON} as json from pets where id = ?`
+
+export interface SqlitePetStoreParts {
+  /** Kysely on the writing connection: taking its connection waits for any transaction open on it. */
+  db: Db
+  writer: SqliteConnection
+  /** Serves the reads, apart from the writer, so that no read sees what is not committed yet. */
+  reader: SqliteConnection
+  /** Commits creates under DURABILITY=strict, while it runs. */
+  writerThread: PetWriterThread | undefined
+  /** What changes with every commit to the file (see StoreReadCache). */
+  commitVersion: () => string
+  clock: Clock
+}
+
+/**
+ * Pets on SQLite, on the fast path for every request: reads run straight on better-sqlite3 (Kysely's
+ * executor cost as much as a small query) and are answered from memory while the file is unchanged;
+ * creates are committed in groups, synchronously on the writing connection or on the writer thread.
+ */
+export class SqlitePetStore implements PetStore {
+  readonly #parts: SqlitePetStoreParts
+  readonly #cache: StoreReadCache
+  readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
+
+  constructor (parts: SqlitePetStoreParts) {
+    this.#parts = parts
+    this.#cache = new StoreReadCache(parts.commitVersion)
+  }
+
+  async findPage ({ status, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
+    return this.#cache.get(`pets?${status}&${afterId}&${limit}`, () => {
+      const { reader } = this.#parts
+      const filter = status === undefined ? [] : [status]
+      const [page] = reader.query<{ json: string, count: bigint, lastId: bigint | null }>(status === undefined ? PAGE_ALL : PAGE_BY_STATUS, [...filter, afterId, limit])
+      if (page === undefined || page.lastId === null || page.count < BigInt(limit)) return { json: page?.json ?? '[]', nextAfterId: undefined }
+      const more = reader.query(status === undefined ? MORE_ALL : MORE_BY_STATUS, [...filter, page.lastId])
+      return { json: page.json, nextAfterId: more.length > 0 ? page.lastId : undefined }
+    })
+  }
+
+  async findById (id: bigint): Promise<string | undefined> {
+    return this.#cache.get(`pet ${id}`, () => this.#parts.reader.query<{ json: string }>(PET_BY_ID, [id])[0])?.json
+  }
+
+  async create (request: PetCreate): Promise<PetCreated> {
+    return await this.#creates.add(request)
+  }
+
+  async insertMany (pets: readonly PetValues[]): Promise<Pet[]> {
+    const createdAt = isoNow(this.#parts.clock)
+    return await this.#onWriter((writer) => writer.writeTransaction(() => insertPets(writer, pets, createdAt)))
+  }
+
+  async refreshStatistics (): Promise<void> {
+    // SQLite's planner keeps no statistics unless asked to, and needs none for these queries.
+  }
+
+  async #commit (creates: PetCreate[]): Promise<PetCreated[]> {
+    const createdAt = isoNow(this.#parts.clock)
+    const { writerThread } = this.#parts
+    if (writerThread?.running === true) return await writerThread.commit(creates, createdAt)
+    return await this.#onWriter((writer) => commitCreates(writer, creates, createdAt))
+  }
+
+  /** Runs `work` on the writing connection once no Kysely transaction holds it (an order, say). */
+  async #onWriter<T> (work: (writer: SqliteConnection) => T): Promise<T> {
+    return await this.#parts.db.connection().execute(async () => work(this.#parts.writer))
+  }
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { test } from 'node:test'
+import SqliteDatabase from 'better-sqlite3'
+import { Kysely, sql } from 'kysely'
+import { systemClock } from '../../src/clock.js'
+import type { Database } from '../../src/db/database.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { PetWriterThread } from '../../src/store/sqlite/pet-writer-thread.js'
+import { SqliteConnection } from '../../src/store/sqlite/sqlite-connection.js'
+import { MultiProcessSqliteDialect } from '../../src/store/sqlite/sqlite-dialect.js'
+import { SqlitePetStore } from '../../src/store/sqlite/sqlite-pet-store.js'
+import { build, createTestStore, defer, openTestStore } from '../helper.js'
+
+const STRICT = { DURABILITY: 'strict' }
+
+test('under DURABILITY=strict the event loop keeps serving while a create waits for the store', async (t) => {
+  const testApp = await build(t, { env: STRICT })
+  const origin = await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const other = new SqliteDatabase(testApp.config.DATABASE_URL.slice('sqlite:'.length))
+  defer(t, () => other.close())
+  other.exec('begin immediate') // another process holding the write lock past busy_timeout
+
+  const finished: string[] = []
+  const create = fetch(`${origin}/v1/pets`, {
+    method: 'POST', headers: { ...testApp.auth, 'content-type': 'application/json' }, body: '{"name":"Waits","categoryId":1}'
+  }).then((response) => { finished.push('create'); return response })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const health = await fetch(`${origin}/healthz`)
+  finished.push('healthz')
+  const blocked = await create
+
+  assert.equal(health.status, 200)
+  // Committed on the event loop, the create would have held it through SQLite's busy wait.
+  assert.deepEqual(finished, ['healthz', 'create'])
+  assert.equal(blocked.status, 503)
+  const body = await blocked.text()
+  assert.equal(JSON.parse(body).code, 'service_unavailable')
+  assert.doesNotMatch(body, /SQLITE|busy|locked/i)
+
+  other.exec('commit')
+  const resumed = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'After', categoryId: 1 } })
+  assert.equal(resumed.statusCode, 201, resumed.body)
+  const stored = await testApp.app.inject({ url: `/v1/pets/${resumed.json().id}`, headers: testApp.auth })
+  assert.equal(stored.body, resumed.body, 'the pet is readable as soon as it is answered')
+})
+
+test('the writer thread commits each group and answers each create in the order sent, exact int64 included', async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const writer = new PetWriterThread({ path: databaseUrl.slice('sqlite:'.length), durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
+  defer(t, () => writer.close())
+  const sent = [
+    { name: 'A', categoryId: 9_223_372_036_854_775_807n, status: 'sold' as const },
+    { name: 'B', categoryId: 2n, status: 'available' as const },
+    { name: 'A', categoryId: 9_223_372_036_854_775_807n, status: 'sold' as const }
+  ]
+  const created = await writer.commit(sent.map((pet) => ({ pet })), new Date().toISOString())
+  const pets = created.map((outcome) => outcome.outcome === 'created' ? outcome.pet : assert.fail('not created'))
+  assert.deepEqual(pets.map(({ id, ...content }) => content), sent)
+  const stored = await db.selectFrom('pets').select(['id', 'name', 'category_id as categoryId', 'status']).orderBy('id').execute()
+  assert.deepEqual(stored, [...pets].sort((a, b) => Number(a.id - b.id)))
+})
+
+test('once the writer thread has stopped, creates are committed on the main connection', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const path = databaseUrl.slice('sqlite:'.length)
+  const writerThread = new PetWriterThread({ path, durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
+  await writerThread.close()
+  assert.equal(writerThread.running, false)
+  await assert.rejects(writerThread.commit([{ pet: { name: 'Lost', categoryId: 1n, status: 'available' } }], ''), /stopped/)
+
+  const writer = new SqliteConnection(path, 'strict')
+  const reader = new SqliteConnection(path, 'strict', { queryOnly: true })
+  const db = new Kysely<Database>({ dialect: new MultiProcessSqliteDialect({ database: writer.forKysely() }) })
+  defer(t, async () => { await db.destroy(); reader.close(); writer.close() })
+  const pets = new SqlitePetStore({ db, writer, reader, writerThread, commitVersion: () => String(Math.random()), clock: systemClock })
+  const created = await pets.create({ pet: { name: 'Kept', categoryId: 1n, status: 'available' } })
+  assert.equal(created.outcome, 'created')
+  assert.match((await pets.findPage({ status: undefined, limit: 10 })).json, /"name":"Kept"/)
+})
+
+test('a :memory: store is a throw-away file: it works as a file store, under strict durability too, and is removed on close', async (t) => {
+  const store = openTestStore(t, 'sqlite::memory:', { durability: 'strict' })
+  await migrateToLatest(store.db)
+  const created = await store.pets.create({ pet: { name: 'Rex', categoryId: 1n, status: 'available' } })
+  assert.equal(created.outcome, 'created')
+  assert.match((await store.pets.findPage({ status: 'available', limit: 10 })).json, /"name":"Rex"/)
+  const { rows: [main] } = await sql<{ file: string }>`pragma database_list`.execute(store.db)
+  assert.ok(existsSync(main!.file), main!.file)
+  await store.close()
+  assert.equal(existsSync(main!.file), false)
+})
