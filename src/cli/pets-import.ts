@@ -58,15 +58,17 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
 
 /**
  * Names a set of rows by the lines they start on, as ranges of rows next to each other in the file:
- * "2-5, 9" when the rows of lines 2 to 5 and of line 9 are meant, and the row of line 7 is not.
+ * "2-5, 9" when the rows of lines 2 to 5 and of line 9 are meant, and the row of line 7 is not. Rows
+ * that start on one line (a JSON array written on one line) are named once, by that line.
  */
 export function formatRowRanges (lines: number[], allLines: number[]): string {
-  const ordinal = new Map(allLines.map((line, i) => [line, i]))
+  const ordinal = new Map([...new Set(allLines)].map((line, i) => [line, i]))
+  const named = [...new Set(lines)]
   const ranges: string[] = []
-  for (let i = 0; i < lines.length;) {
+  for (let i = 0; i < named.length;) {
     let end = i
-    while (end + 1 < lines.length && ordinal.get(lines[end + 1]!) === ordinal.get(lines[end]!)! + 1) end++
-    ranges.push(end === i ? String(lines[i]) : `${lines[i]}-${lines[end]}`)
+    while (end + 1 < named.length && ordinal.get(named[end + 1]!) === ordinal.get(named[end]!)! + 1) end++
+    ranges.push(end === i ? String(named[i]) : `${named[i]}-${named[end]}`)
     i = end + 1
   }
   return ranges.join(', ')
