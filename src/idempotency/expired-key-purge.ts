@@ -14,11 +14,12 @@ const BATCH = 1000
 export async function purgeExpiredKeys (db: Db, clock: Clock): Promise<number> {
   const before = new Date(clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
   let deleted = 0
-  for (let batch = BATCH; batch === BATCH; deleted += batch) {
-    batch = await deleteExpiredKeys(db, before, BATCH)
+  for (;;) {
+    const batch = await deleteExpiredKeys(db, before, BATCH)
+    deleted += batch
+    if (batch < BATCH) return deleted
     await new Promise((resolve) => setImmediate(resolve))
   }
-  return deleted
 }
 
 /** Purges expired records every minute until stopped; a failed purge is reported and tried again next time. */
