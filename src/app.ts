@@ -25,6 +25,7 @@ import metricsPlugin from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
+import shutdown from './plugins/shutdown.js'
 import { RequestLogAtDebug } from './logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
@@ -76,12 +77,15 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4) },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: sendError,
-    clientErrorHandler: answerClientError
+    clientErrorHandler: answerClientError,
+    // The shutdown plugin answers in the Error shape instead.
+    return503OnClosing: false
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = limits.maxConnections
   app.setValidatorCompiler(apiValidatorCompiler)
   await app.register(errorHandler)
+  await app.register(shutdown)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)

@@ -1,21 +1,27 @@
+import { isUtf8 } from 'node:buffer'
 import fp from 'fastify-plugin'
-import { parse as parseLossless, parseNumberAndBigInt } from 'lossless-json'
+import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
+import { parseExactNumber } from '../validation/exact-number.js'
 
 const POISONING = { protoAction: 'error', constructorAction: 'error' } as const
-// A run of 16 or more digits may be an integer past 2^53, which JSON.parse would round.
-const MAYBE_UNSAFE_INTEGER = /\d{16}/
+// A run of 16 or more digits may be an integer past 2^53, which JSON.parse would round; a digit
+// before a point or an exponent may be a number whose exact value JSON.parse would round.
+const MAYBE_INEXACT_NUMBER = /\d{16}|\d[.eE]/
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i
 
-/** Parses a JSON body exactly: integers past 2^53 become BigInt; prototype poisoning is refused. */
+/**
+ * Parses a JSON body exactly: numbers are what their decimal text says (integers past 2^53 become
+ * BigInt; see parseExactNumber); prototype poisoning is refused.
+ */
 export function parseJsonBody (text: string): unknown {
   if (text.length === 0) throw new ApiError(400, 'invalid_json', 'Request body is empty; a JSON object is expected')
   let value: unknown
   try {
     value = secureJson.parse(text, undefined, POISONING)
     // The common case costs one native parse; only bodies that may hold big integers are parsed again.
-    if (MAYBE_UNSAFE_INTEGER.test(text)) value = parseLossless(text, null, parseNumberAndBigInt)
+    if (MAYBE_INEXACT_NUMBER.test(text)) value = parseLossless(text, null, parseExactNumber)
   } catch (error) {
     throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON', { cause: error })
   }
@@ -28,14 +34,19 @@ export function parseJsonBody (text: string): unknown {
  */
 export default fp(async (app) => {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new ApiError(415, 'unsupported_media_type', 'Request body must be application/json in UTF-8'), undefined)
       return
     }
+    // Decoded as it stands, invalid UTF-8 would be stored with U+FFFD in its place.
+    if (!isUtf8(body as Buffer)) {
+      done(new ApiError(400, 'invalid_json', 'Request body is not valid UTF-8'), undefined)
+      return
+    }
     try {
-      done(null, parseJsonBody(body as string))
+      done(null, parseJsonBody((body as Buffer).toString('utf8')))
     } catch (error) {
       done(error as Error, undefined)
     }

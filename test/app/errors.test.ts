@@ -42,15 +42,20 @@ forEachStore((store) => {
     assert.equal(errorOf(response).code, 'bad_request')
   })
 
-  test('healthz answers 200 while the store answers, and 503 with the Error body when it does not', async (t) => {
+  test('healthz answers 200 while the process runs; readyz 200 while the store answers, and 503 naming it when it does not', async (t) => {
     const testApp = await build(t, { store })
-    const ok = await testApp.app.inject({ url: '/healthz' })
-    assert.equal(ok.statusCode, 200)
-    assert.deepEqual(ok.json(), { status: 'ok' })
+    for (const url of ['/healthz', '/readyz']) {
+      const ok = await testApp.app.inject({ url })
+      assert.equal(ok.statusCode, 200)
+      assert.deepEqual(ok.json(), { status: 'ok' })
+    }
     await testApp.store.close()
-    const down = await testApp.app.inject({ url: '/healthz' })
+    const down = await testApp.app.inject({ url: '/readyz' })
     assert.equal(down.statusCode, 503)
     assert.equal(errorOf(down).code, 'service_unavailable')
+    assert.match(errorOf(down).message, store.name === 'sqlite' ? /SQLite/ : /PostgreSQL/)
+    assert.equal(down.headers['retry-after'], '1')
+    assert.equal((await testApp.app.inject({ url: '/healthz' })).statusCode, 200, 'the process is alive: no restart for a store outage')
   })
 
   test('an unexpected failure is a 500 Error body without internals', async (t) => {

@@ -54,7 +54,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     assert.equal(created.statusCode, 201)
 
     await proxy.cut()
-    const health = await app.inject({ url: '/healthz' })
+    const health = await app.inject({ url: '/readyz' })
     assert.equal(health.statusCode, 503)
     assert.equal(errorOf(health).code, 'service_unavailable')
     for (const request of [{ url: '/v1/pets', headers }, { url: `/v1/pets/${created.json().id}`, headers },
@@ -66,7 +66,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     }
 
     await proxy.restore()
-    assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+    assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
     const list = await app.inject({ url: '/v1/pets', headers })
     assert.equal(list.statusCode, 200)
     assert.deepEqual(list.json(), [created.json()], 'nothing half-written during the outage')

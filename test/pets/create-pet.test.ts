@@ -43,6 +43,17 @@ forEachStore((store) => {
     }
   })
 
+  test('a categoryId written as a decimal or with an exponent is the integer its exact value is', async (t) => {
+    const testApp = await build(t, { store })
+    for (const [text, stored] of [['1.0', '1'], ['1e2', '100'], ['2.50e1', '25'], ['9223372036854775807.000', '9223372036854775807'], ['92233720368547758.07e2', '9223372036854775807']]) {
+      const response = await testApp.app.inject({
+        method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload: `{"name":"Rex","categoryId":${text}}`
+      })
+      assert.equal(response.statusCode, 201, `${text}: ${response.body}`)
+      assert.match(response.body, new RegExp(`"categoryId":${stored}[,}]`))
+    }
+  })
+
   test('Location is absolute when PUBLIC_BASE_URL is set', async (t) => {
     const testApp = await build(t, { store, env: { PUBLIC_BASE_URL: 'https://pets.example.com/' } })
     const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
@@ -68,9 +79,13 @@ forEachStore((store) => {
     }
   })
 
-  const INVALID_BODIES: Array<[string, string]> = [
+  const INVALID_BODIES: Array<[string, string | Buffer]> = [
     ['categoryId as a string', '{"name":"Rex","categoryId":"5"}'],
     ['categoryId a fraction', '{"name":"Rex","categoryId":1.5}'],
+    ['categoryId a fraction a double would round to 1', '{"name":"Rex","categoryId":1.00000000000000001}'],
+    ['categoryId a fraction past 2^52', '{"name":"Rex","categoryId":4503599627370496.5}'],
+    ['categoryId an exponent past int64', '{"name":"Rex","categoryId":1e19}'],
+    ['categoryId a huge exponent', '{"name":"Rex","categoryId":1e999999999}'],
     ['categoryId zero', '{"name":"Rex","categoryId":0}'],
     ['categoryId negative', '{"name":"Rex","categoryId":-1}'],
     ['categoryId past int64', '{"name":"Rex","categoryId":9223372036854775808}'],
@@ -95,6 +110,7 @@ forEachStore((store) => {
     ['constructor pollution', '{"name":"Rex","categoryId":1,"constructor":{"prototype":{"admin":true}}}'],
     ['malformed JSON', '{"name":"Rex",'],
     ['an empty body', ''],
+    ['invalid UTF-8', Buffer.concat([Buffer.from('{"name":"R'), Buffer.from([0xff, 0xfe]), Buffer.from('x","categoryId":1}')])],
     ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}']
   ]
 
