@@ -108,7 +108,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     clock
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
-  const pets = metrics === undefined ? store.pets : meteredPetStore(store.pets, metrics.storeDuration)
+  const pets = metrics === undefined ? store.pets : meteredPetStore(store.pets, metrics.store)
 
   await app.register(async (v1) => {
     await v1.register(auth, { verifier, rateLimiter })

@@ -1,37 +1,26 @@
 import { createServer, type Server } from 'node:http'
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Registry } from 'prom-client'
+import { HistogramTally } from './histogram-tally.js'
 
 /** The service's Prometheus metrics; made only when METRICS_PORT is set. */
 export interface Metrics {
   registry: Registry
-  httpRequests: Counter<'method' | 'route' | 'status'>
-  httpDuration: Histogram<'method' | 'route' | 'status'>
-  storeDuration: Histogram<'operation' | 'outcome'>
+  /** Answers by method, route pattern and status: `http_requests_total` and `http_request_duration_seconds`. */
+  http: HistogramTally
+  /** Pet store calls by operation and outcome: `petstore_store_operation_duration_seconds`. */
+  store: HistogramTally
 }
 
 export function createMetrics (): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
-  return {
-    registry,
-    httpRequests: new Counter({
-      name: 'http_requests_total', help: 'Requests answered, by route and status', labelNames: ['method', 'route', 'status'], registers: [registry]
-    }),
-    httpDuration: new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time from receiving a request to answering it',
-      labelNames: ['method', 'route', 'status'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers: [registry]
-    }),
-    storeDuration: new Histogram({
-      name: 'petstore_store_operation_duration_seconds',
-      help: 'Time the pet store took per operation (findPage, findById, create, insertMany), by outcome (ok or error)',
-      labelNames: ['operation', 'outcome'],
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1],
-      registers: [registry]
-    })
-  }
+  const http = new HistogramTally(['method', 'route', 'status'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])
+  http.registerCounter(registry, 'http_requests_total', 'Requests answered, by route and status')
+  http.registerHistogram(registry, 'http_request_duration_seconds', 'Time from receiving a request to answering it')
+  const store = new HistogramTally(['operation', 'outcome'], [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1])
+  store.registerHistogram(registry, 'petstore_store_operation_duration_seconds',
+    'Time the pet store took per operation (findPage, findById, create, insertMany), by outcome (ok or error)')
+  return { registry, http, store }
 }
 
 /** GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. */
