@@ -17,6 +17,7 @@ import { petRoutes } from './pets/pet.routes.js'
 import { PET_STATUSES } from './pets/pet.schemas.js'
 import apiDocs from './plugins/api-docs.js'
 import auth from './plugins/auth.js'
+import connectionLimit from './plugins/connection-limit.js'
 import deprecation from './plugins/deprecation.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
 import jsonBody from './plugins/json-body.js'
@@ -35,7 +36,7 @@ import { formatValidationErrors } from './validation/validation-error-message.js
 export const LIMITS = {
   bodyBytes: 16 * 1024,
   requestTimeoutMs: 30_000,
-  headersTimeoutMs: 10_000,
+  headersTimeoutMs: 5_000,
   idleTimeoutMs: 60_000,
   keepAliveTimeoutMs: 5_000,
   /** Open connections per instance; more are refused by the socket layer. */
@@ -83,6 +84,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = limits.maxConnections
+  await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS })
   app.setValidatorCompiler(apiValidatorCompiler)
   await app.register(errorHandler)
   await app.register(shutdown)

@@ -27,6 +27,11 @@ export const ConfigSchema = Type.Object({
     default: 600,
     description: 'requests per minute per API key (and per client address without a valid key); 0 turns limiting off'
   }),
+  CONNECTIONS_PER_ADDRESS: Type.Integer({
+    minimum: 1,
+    default: 256,
+    description: 'open connections one client address may hold; more are closed at once'
+  }),
   REDIS_URL: Type.Optional(Type.String({
     pattern: '^rediss?://.+$',
     description: 'shares rate-limit counters between instances'

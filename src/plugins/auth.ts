@@ -40,7 +40,7 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
       await rateLimiter?.admitAnonymous(request, reply)
       throw token === undefined ? NO_CREDENTIALS : INVALID_CREDENTIALS
     }
-    admit(request, reply, keyId)
+    await admit(request, reply, keyId)
   }
 
   // The rate limit counts by key; in memory it answers at once, with Redis it may be a promise.

@@ -7,6 +7,10 @@ import { ApiError } from '../errors.js'
 
 const WINDOW_MS = 60_000
 const REDIS_READY_TIMEOUT_MS = 2000
+/** How long a request waits for Redis to count it; past that it passes uncounted. */
+export const REDIS_COMMAND_TIMEOUT_MS = 100
+/** After Redis fails or is slow, requests pass uncounted for this long without asking it. */
+export const REDIS_COOL_DOWN_MS = 10_000
 /** Counters kept in memory without Redis (keys and client addresses seen in the last minute). */
 export const MAX_LOCAL_COUNTERS = 100_000
 
@@ -30,8 +34,8 @@ export interface RateLimiterOptions {
 
 type KeyOf = (request: FastifyRequest) => string
 
-/** Makes the function that counts a request under the key `keyOf` gives it. */
-type Counter = (keyOf: KeyOf) => (request: FastifyRequest) => Verdict | Promise<Verdict>
+/** Makes the function that counts a request under the key `keyOf` gives it; undefined when it was not counted. */
+type Counter = (keyOf: KeyOf) => (request: FastifyRequest) => Verdict | Promise<Verdict | undefined>
 
 interface Verdict {
   remaining: number
@@ -47,9 +51,11 @@ interface Verdict {
  */
 export async function createRateLimiter (app: FastifyInstance, { perMinute, redisUrl, namespace, clock }: RateLimiterOptions): Promise<RateLimiter | undefined> {
   if (perMinute === 0) return undefined
-  const counter = redisUrl === undefined ? countInMemory(perMinute, clock) : await countInRedis(app, redisUrl, namespace, perMinute)
+  const counter = redisUrl === undefined ? countInMemory(perMinute, clock) : await countInRedis(app, redisUrl, namespace, perMinute, clock)
   const policy = `"default";q=${perMinute};w=${WINDOW_MS / 1000}`
-  const answer = ({ remaining, resetSeconds, exceeded }: Verdict, reply: FastifyReply) => {
+  const answer = (verdict: Verdict | undefined, reply: FastifyReply) => {
+    if (verdict === undefined) return // not counted: no state to tell
+    const { remaining, resetSeconds, exceeded } = verdict
     const state = `"default";r=${remaining};t=${resetSeconds}`
     if (exceeded) {
       throw new ApiError(429, 'rate_limited', `Rate limit of ${perMinute} requests per minute exceeded; retry in ${resetSeconds} s`, {
@@ -91,20 +97,36 @@ function countInMemory (perMinute: number, clock: Clock): Counter {
   }
 }
 
-async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: string, perMinute: number): Promise<Counter> {
-  // Without a queue, commands fail at once while Redis is down, and limiting fails open (skipOnError)
-  // rather than taking the API down with it.
+/**
+ * Counters in Redis, shared by every instance. Every command has a deadline: past it, or on any
+ * failure, the request passes uncounted, and so do all requests for a cool-down, without asking
+ * Redis, so that a frozen or lost Redis costs one short wait, not one per request. Logged once per
+ * outage, and again when Redis answers.
+ */
+async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: string, perMinute: number, clock: Clock): Promise<Counter> {
   const redis = await connectRedis(redisUrl)
-  redis.on('error', (error) => app.log.warn({ err: error }, 'rate-limit store unavailable: requests are not limited'))
+  redis.on('error', () => {}) // a lost connection is seen, and logged, through the commands that fail
   app.addHook('onClose', async () => { redis.disconnect() })
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
-  await app.register(rateLimit, { global: false, redis, nameSpace: `petstore:${namespace}:`, skipOnError: true })
+  await app.register(rateLimit, { global: false, redis, nameSpace: `petstore:${namespace}:`, skipOnError: false })
+  let coolingUntil = 0
+  let failing = false
   return (keyOf) => {
     const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: keyOf })
     return async (request) => {
-      // Not `isAllowed`: that is for allow lists, which are not used. A Redis failure counts as 0.
-      const { remaining, ttlInSeconds, isExceeded } = await check(request) as { remaining: number, ttlInSeconds: number, isExceeded: boolean }
-      return { remaining, resetSeconds: ttlInSeconds, exceeded: isExceeded }
+      if (clock.now() < coolingUntil) return undefined
+      try {
+        // Not `isAllowed`: that is for allow lists, which are not used.
+        const { remaining, ttlInSeconds, isExceeded } = await check(request) as { remaining: number, ttlInSeconds: number, isExceeded: boolean }
+        if (failing) app.log.info('rate-limit store (Redis) answers again: requests are limited again')
+        failing = false
+        return { remaining, resetSeconds: ttlInSeconds, exceeded: isExceeded }
+      } catch (error) {
+        coolingUntil = clock.now() + REDIS_COOL_DOWN_MS
+        if (!failing) app.log.warn({ err: error }, `rate-limit store (Redis) failed: requests are not limited for the next ${REDIS_COOL_DOWN_MS / 1000} s, then Redis is tried again`)
+        failing = true
+        return undefined
+      }
     }
   }
 }
@@ -112,7 +134,8 @@ async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: 
 // ioredis is loaded only when REDIS_URL is set, to keep it out of every other start.
 async function connectRedis (url: string): Promise<Redis> {
   const { Redis } = await import('ioredis')
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000 })
+  // Without a queue, commands fail at once while Redis is disconnected.
+  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: REDIS_COMMAND_TIMEOUT_MS })
 }
 
 /** Resolves once Redis is connected, or after the timeout (requests then go unlimited until it is). */

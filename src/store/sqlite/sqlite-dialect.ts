@@ -12,6 +12,17 @@ class ImmediateTransactionSqliteDriver extends SqliteDriver {
   override async beginTransaction (connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'))
   }
+
+  // After some errors (a full disk, an I/O error) SQLite has rolled the transaction back itself; the
+  // rollback that follows then fails, and Kysely would throw that failure instead of the error that
+  // caused it (SQLITE_FULL, answered 503, would become a 500).
+  override async rollbackTransaction (connection: DatabaseConnection): Promise<void> {
+    try {
+      await super.rollbackTransaction(connection)
+    } catch (error) {
+      if (!/no transaction is active/.test((error as Error).message)) throw error
+    }
+  }
 }
 
 /**

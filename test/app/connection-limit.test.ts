@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { request as httpRequest } from 'node:http'
+import { connect, type Socket } from 'node:net'
+import { test } from 'node:test'
+import { build, defer } from '../helper.js'
+
+test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed at once, while another address is served', async (t) => {
+  const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '3' } })
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const open = async (localAddress: string): Promise<Socket> => {
+    const socket = connect({ port, host: '127.0.0.1', localAddress })
+    defer(t, () => socket.destroy())
+    await once(socket, 'connect')
+    return socket
+  }
+  const closedWithin = async (socket: Socket, ms: number) => await Promise.race([
+    once(socket, 'close').then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))
+  ])
+  const listPets = async (localAddress: string) => await new Promise<number | undefined>((resolve, reject) => {
+    httpRequest({ port, host: '127.0.0.1', localAddress, path: '/v1/pets', headers: testApp.auth, agent: false }, (response) => {
+      response.resume()
+      resolve(response.statusCode)
+    }).on('error', reject).end()
+  })
+
+  const idle = [await open('127.0.0.1'), await open('127.0.0.1'), await open('127.0.0.1')]
+  const refused = await open('127.0.0.1')
+  assert.equal(await closedWithin(refused, 500), true, 'the fourth connection is closed at once')
+  assert.equal(await closedWithin(idle[0]!, 100), false, 'the first three stay open')
+  assert.equal(await listPets('127.0.0.2'), 200, 'another address is served')
+
+  idle[0]!.destroy()
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  assert.equal(await listPets('127.0.0.1'), 200, 'a freed slot is taken again')
+})

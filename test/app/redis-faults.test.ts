@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { connect } from 'node:net'
+import { test, type TestContext } from 'node:test'
+import { REDIS_COMMAND_TIMEOUT_MS, REDIS_COOL_DOWN_MS } from '../../src/plugins/rate-limit.js'
+import { build, defer, manualClock } from '../helper.js'
+
+/** A Redis of the test's own on a spare port, so that it can be frozen without touching anyone else's. */
+async function startRedis (t: TestContext): Promise<{ url: string, pid: number }> {
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  defer(t, async () => {
+    redis.kill('SIGCONT')
+    redis.kill('SIGKILL')
+    if (redis.exitCode === null) await once(redis, 'exit')
+  })
+  for (let tries = 0; ; tries++) {
+    const socket = connect(port, '127.0.0.1')
+    const ready = await new Promise<boolean>((resolve) => {
+      socket.once('connect', () => socket.write('PING\r\n'))
+      socket.once('data', (data) => resolve(String(data).startsWith('+PONG')))
+      socket.once('error', () => resolve(false))
+    })
+    socket.destroy()
+    if (ready) return { url: `redis://127.0.0.1:${port}`, pid: redis.pid! }
+    if (tries > 100) throw new Error('redis-server did not start')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+// CI sets TEST_REDIS_URL where redis-server is installed.
+if (process.env.TEST_REDIS_URL) {
+  test('a frozen Redis costs one short wait, then requests pass uncounted until it answers again', async (t) => {
+    const redis = await startRedis(t)
+    const clock = manualClock()
+    const testApp = await build(t, { env: { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: '2' }, clock })
+    const get = async () => {
+      const started = performance.now()
+      const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+      return { status: response.statusCode, limit: response.headers.ratelimit, ms: performance.now() - started }
+    }
+    const counted = await get()
+    assert.equal(counted.status, 200)
+    assert.equal(counted.limit, '"default";r=1;t=60')
+
+    process.kill(redis.pid, 'SIGSTOP')
+    const first = await get()
+    assert.equal(first.status, 200)
+    assert.equal(first.limit, undefined, 'not counted')
+    assert.ok(first.ms >= REDIS_COMMAND_TIMEOUT_MS - 5 && first.ms < REDIS_COMMAND_TIMEOUT_MS + 400, `answered after ${first.ms} ms`)
+    for (let i = 0; i < 5; i++) {
+      const next = await get()
+      assert.equal(next.status, 200, 'past the limit of 2, uncounted requests pass')
+      assert.ok(next.ms < REDIS_COMMAND_TIMEOUT_MS, `no wait during the cool-down: ${next.ms} ms`)
+    }
+
+    process.kill(redis.pid, 'SIGCONT')
+    clock.advance(REDIS_COOL_DOWN_MS)
+    await new Promise((resolve) => setTimeout(resolve, 50)) // the answers Redis owed arrive and are dropped
+    // Counted again: the key's third request in the window, as the count Redis owed for the request
+    // that timed out was applied when it thawed (that request did pass).
+    const resumed = await get()
+    assert.equal(resumed.status, 429)
+    assert.equal(resumed.limit, '"default";r=0;t=60')
+  })
+}
