@@ -3,17 +3,22 @@ import { execFileSync } from 'node:child_process'
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import SqliteDatabase from 'better-sqlite3'
 import { isStoreUnavailable } from '../../src/store/store-errors.js'
 import { build, createPet, defer, errorOf, tempDir } from '../helper.js'
 
-/** Writes zeros into `path` until the file system says it is full. */
+/** Writes zeros into `path` until the file system has not one byte left. */
 function fillUp (path: string): void {
   const fd = openSync(path, 'w')
-  const chunk = Buffer.alloc(16 * 1024)
   try {
-    for (;;) writeSync(fd, chunk)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error
+    for (const size of [64 * 1024, 4096, 512, 1]) {
+      const chunk = Buffer.alloc(size)
+      try {
+        for (;;) writeSync(fd, chunk)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error
+      }
+    }
   } finally {
     closeSync(fd)
   }
@@ -26,6 +31,12 @@ test('on a full disk every write path answers 503 (or fails as unavailable), and
   defer(t, () => execFileSync('umount', ['-l', dir]))
   const testApp = await build(t, { store: { name: 'sqlite', databaseUrl: async () => `sqlite:${join(dir, 'petstore.db')}` } })
   const pets = [await createPet(testApp, { name: 'Rex', categoryId: 1 }), await createPet(testApp, { name: 'Tom', categoryId: 1 })]
+  // A checkpointed WAL would be written over from its start, in space it already holds: empty it first,
+  // so that every write needs new space.
+  const sqlite = new SqliteDatabase(join(dir, 'petstore.db'))
+  const [checkpoint] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>
+  sqlite.close()
+  assert.equal(checkpoint!.busy, 0, 'the WAL was emptied')
   const filler = join(dir, 'filler')
   fillUp(filler)
 
