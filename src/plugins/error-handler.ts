@@ -49,6 +49,9 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
     request.log.error({ err: error }, 'request failed')
     if (apiError.status === 500) apiError.message = `Internal error (request id ${request.id})`
   }
+  // Answered before its body was read (a 401 to a POST announcing gigabytes, say): the rest of the body
+  // would be read and thrown away to keep the connection; closing it spares that.
+  if (!request.raw.complete) reply.header('connection', 'close')
   reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
 }
 

@@ -62,3 +62,19 @@ test('a client that sends its headers too slowly gets 408 with the Error body', 
   assert.match(answer, /\{"code":"request_timeout","message":"[^"]+","status":408\}$/)
   assert.ok(waited >= 400 && waited < 1000, `closed after ${waited} ms`)
 })
+
+test('a request answered before its body is read (a 401 to a POST announcing 2 GB) has its connection closed, not its body read', async (t) => {
+  const testApp = await build(t)
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const socket = connect(port, '127.0.0.1')
+  let answer = ''
+  socket.on('data', (chunk) => { answer += chunk })
+  socket.on('error', () => {}) // the server may close while the client still writes
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 31}\r\n\r\n${'x'.repeat(1024)}`)
+  const closed = await Promise.race([once(socket, 'close').then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000))])
+  socket.destroy()
+  assert.equal(closed, true, 'the server closed the connection at once')
+  assert.match(answer, /^HTTP\/1\.1 401 /)
+  assert.match(answer, /\r\nconnection: close\r\n/i)
+})
