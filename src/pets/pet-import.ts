@@ -5,7 +5,7 @@ import type { ImportRow, RejectedRow } from './pet-import-file.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
 export interface ImportOptions {
-  /** Rows per transaction (and per INSERT on PostgreSQL): at most 5,000. */
+  /** Rows per transaction: at most 5,000. */
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
