@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext } from 'node:test'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { insertApiKey } from '../src/api-keys/api-key.repository.js'
@@ -135,6 +135,17 @@ export function manualClock (start = Date.parse('2026-11-23T12:00:00Z')): Clock 
 export async function clientFor (testApp: TestApp): Promise<PetStoreClient> {
   const origin = testApp.app.server.listening ? `http://127.0.0.1:${(testApp.app.server.address() as AddressInfo).port}` : await testApp.app.listen({ port: 0, host: '127.0.0.1' })
   return createClient({ baseUrl: `${origin}/v1`, apiKey: testApp.auth.authorization.slice('Bearer '.length) })
+}
+
+/** A raw TCP connection to the test's app (listening on a free loopback port), and all it has received so far. */
+export async function openRawConnection (testApp: TestApp): Promise<{ socket: Socket, received: () => string }> {
+  if (!testApp.app.server.listening) await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as AddressInfo
+  const socket = connect(port, '127.0.0.1')
+  let received = ''
+  socket.on('data', (chunk) => { received += chunk })
+  socket.on('error', () => {}) // the server may close while the client still writes
+  return { socket, received: () => received }
 }
 
 /** Creates a pet through the typed client and returns it, failing the test unless it is a 201. */

@@ -1,16 +1,11 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { connect } from 'node:net'
 import { test } from 'node:test'
-import { build, errorOf } from '../helper.js'
+import { build, errorOf, openRawConnection } from '../helper.js'
 
 test('during shutdown, a request in flight finishes and one pipelined behind it gets 503 in the Error shape, with Retry-After and Connection: close', async (t) => {
   const testApp = await build(t)
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = testApp.app.server.address() as { port: number }
-  const socket = connect(port, '127.0.0.1')
-  let received = ''
-  socket.on('data', (chunk) => { received += chunk })
+  const { socket, received: receivedSoFar } = await openRawConnection(testApp)
   const body = '{"name":"Rex","categoryId":1}'
   socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
@@ -22,7 +17,7 @@ test('during shutdown, a request in flight finishes and one pipelined behind it 
   await once(socket, 'close')
   await closed
 
-  const [created, refused] = received.split(/(?=HTTP\/1\.1 )/)
+  const [created, refused] = receivedSoFar().split(/(?=HTTP\/1\.1 )/)
   assert.match(created!, /^HTTP\/1\.1 201 /)
   assert.match(created!, /"name":"Rex"/)
   assert.match(refused!, /^HTTP\/1\.1 503 /)

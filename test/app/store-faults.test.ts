@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { connect } from 'node:net'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
-import { build, createPet, defer, errorOf } from '../helper.js'
+import { build, createPet, defer, errorOf, openRawConnection } from '../helper.js'
 
 test('a locked SQLite store answers 503 with the Error body, and writes resume once it is free', async (t) => {
   const testApp = await build(t)
@@ -29,15 +28,11 @@ test('a locked SQLite store answers 503 with the Error body, and writes resume o
 
 test('malformed HTTP gets the Error body from the socket layer', async (t) => {
   const testApp = await build(t)
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = testApp.app.server.address() as { port: number }
   const send = async (raw: string) => {
-    const socket = connect(port, '127.0.0.1')
-    let answer = ''
-    socket.on('data', (chunk) => { answer += chunk })
+    const { socket, received } = await openRawConnection(testApp)
     socket.write(raw)
     await once(socket, 'close')
-    return answer
+    return received()
   }
   const tooLarge = await send(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
   assert.match(tooLarge, /^HTTP\/1\.1 431 /)
@@ -49,15 +44,12 @@ test('malformed HTTP gets the Error body from the socket layer', async (t) => {
 
 test('a client that sends its headers too slowly gets 408 with the Error body', async (t) => {
   const testApp = await build(t, { limits: { headersTimeoutMs: 400 } })
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = testApp.app.server.address() as { port: number }
-  const socket = connect(port, '127.0.0.1')
-  let answer = ''
-  socket.on('data', (chunk) => { answer += chunk })
+  const { socket, received } = await openRawConnection(testApp)
   socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n') // and never the blank line
   const started = Date.now()
   await once(socket, 'close')
   const waited = Date.now() - started
+  const answer = received()
   assert.match(answer, /^HTTP\/1\.1 408 /)
   assert.match(answer, /\{"code":"request_timeout","message":"[^"]+","status":408\}$/)
   assert.ok(waited >= 400 && waited < 1000, `closed after ${waited} ms`)
@@ -65,16 +57,11 @@ test('a client that sends its headers too slowly gets 408 with the Error body', 
 
 test('a request answered before its body is read (a 401 to a POST announcing 2 GB) has its connection closed, not its body read', async (t) => {
   const testApp = await build(t)
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = testApp.app.server.address() as { port: number }
-  const socket = connect(port, '127.0.0.1')
-  let answer = ''
-  socket.on('data', (chunk) => { answer += chunk })
-  socket.on('error', () => {}) // the server may close while the client still writes
+  const { socket, received } = await openRawConnection(testApp)
   socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 31}\r\n\r\n${'x'.repeat(1024)}`)
   const closed = await Promise.race([once(socket, 'close').then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000))])
   socket.destroy()
   assert.equal(closed, true, 'the server closed the connection at once')
-  assert.match(answer, /^HTTP\/1\.1 401 /)
-  assert.match(answer, /\r\nconnection: close\r\n/i)
+  assert.match(received(), /^HTTP\/1\.1 401 /)
+  assert.match(received(), /\r\nconnection: close\r\n/i)
 })
