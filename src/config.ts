@@ -14,6 +14,18 @@ export const ConfigSchema = Type.Object({
     description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...'
   }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
+  DATABASE_CONNECT_TIMEOUT_MS: Type.Integer({
+    minimum: 1,
+    maximum: 600_000,
+    default: 2000,
+    description: 'PostgreSQL: the longest wait for a connection (a new one, or a free one of the pool) before a 503'
+  }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({
+    minimum: 1,
+    maximum: 3_600_000,
+    default: 5000,
+    description: 'PostgreSQL: the longest wait for a statement before a 503, and the longest a transaction may sit idle'
+  }),
   DURABILITY: Type.Enum(['default', 'strict'], {
     default: 'default',
     description: 'default: commits survive a crash of the process; strict: also a power loss (SQLite synchronous=FULL)'

@@ -6,7 +6,7 @@ import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { createLogger } from './logger.js'
 import { createMetrics, createMetricsServer } from './metrics/metrics.js'
-import { openStore } from './store/open-store.js'
+import { openStore, storeOptionsFrom } from './store/open-store.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
@@ -14,7 +14,7 @@ const SHUTDOWN_GRACE_MS = 10_000
 export async function serve (config: Config): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL)
   const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
-  const store = openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, durability: config.DURABILITY, log: logger })
+  const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
   await migrateToLatest(store.db)
   const firstKey = await createFirstApiKey(store.db)
 

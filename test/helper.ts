@@ -15,7 +15,7 @@ import type { Clock } from '../src/clock.js'
 import { loadConfig, type Config } from '../src/config.js'
 import type { Db } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { openStore, type StoreOptions } from '../src/store/open-store.js'
+import { openStore, storeOptionsFrom, type StoreOptions } from '../src/store/open-store.js'
 import type { Store } from '../src/store/store.js'
 
 const cleanups = new WeakMap<TestContext, Array<() => unknown>>()
@@ -117,7 +117,7 @@ interface BuildOptions {
 export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits }: BuildOptions = {}): Promise<TestApp> {
   const databaseUrl = await (kind ?? SQLITE).databaseUrl(t)
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
-  const store = openTestStore(t, databaseUrl, { durability: config.DURABILITY, ...(clock !== undefined && { clock }) })
+  const store = openTestStore(t, databaseUrl, { ...storeOptionsFrom(config), poolSize: 4, ...(clock !== undefined && { clock }) })
   await migrateToLatest(store.db)
   const app = await buildApp({ config, store, clock, verifierOptions, limits })
   defer(t, () => app.close())

@@ -7,7 +7,7 @@ import { insertApiKey, findApiKeys, revokeApiKey } from '../api-keys/api-key.rep
 import { generateApiKey } from '../api-keys/api-key.service.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest } from '../db/migrate.js'
-import { openStore } from '../store/open-store.js'
+import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 
@@ -18,7 +18,7 @@ const EXIT_USAGE = 2
 /** Opens the configured store, brings its schema up to date (unless told not to), runs `work` and closes the store. */
 async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig()
-  const store = openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, durability: config.DURABILITY })
+  const store = openStore(config.DATABASE_URL, storeOptionsFrom(config))
   try {
     if (migrate) await migrateToLatest(store.db)
     return await work(store)

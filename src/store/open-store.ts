@@ -1,4 +1,6 @@
 import { systemClock, type Clock } from '../clock.js'
+import { loadConfig, type Config } from '../config.js'
+import type { Deadlines } from './postgres/deadline-pool.js'
 import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
 import type { Durability, Store, StoreLog } from './store.js'
@@ -8,6 +10,8 @@ const SQLITE_PREFIX = 'sqlite:'
 export interface StoreOptions {
   /** PostgreSQL connections per instance. */
   poolSize?: number
+  /** PostgreSQL: the longest waits for a connection and for a statement. */
+  deadlines?: Deadlines
   durability?: Durability
   clock?: Clock
   log?: StoreLog
@@ -15,8 +19,20 @@ export interface StoreOptions {
 
 const SILENT: StoreLog = { warn: () => {}, error: () => {} }
 
+/** The store's settings in the configuration. */
+export function storeOptionsFrom (config: Config): Required<Pick<StoreOptions, 'poolSize' | 'deadlines' | 'durability'>> {
+  return {
+    poolSize: config.DATABASE_POOL_SIZE,
+    deadlines: { connectMs: config.DATABASE_CONNECT_TIMEOUT_MS, statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS },
+    durability: config.DURABILITY
+  }
+}
+
+const DEFAULTS = storeOptionsFrom(loadConfig({}))
+
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
-export function openStore (databaseUrl: string, { poolSize = 10, durability = 'default', clock = systemClock, log = SILENT }: StoreOptions = {}): Store {
+export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
+  const { poolSize, deadlines, durability, clock = systemClock, log = SILENT } = { ...DEFAULTS, ...options }
   if (databaseUrl.startsWith(SQLITE_PREFIX)) return openSqliteStore(databaseUrl.slice(SQLITE_PREFIX.length), { durability, clock, log })
-  return openPostgresStore(databaseUrl, { poolSize, clock })
+  return openPostgresStore(databaseUrl, { poolSize, deadlines, clock })
 }

@@ -2,13 +2,29 @@ const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PR
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'])
 // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P shutdown, 57014 statement timeout.
 const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014)/
-// node-postgres raises these without a code.
-const POSTGRES_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated)/
+// node-postgres raises these without a code: no connection within the deadline, no answer within the
+// deadline, or the connection lost.
+const POSTGRES_NO_CONNECTION = /^timeout exceeded when trying to connect/
+const POSTGRES_CONNECTION_LOST = /^(Query read timeout|Connection terminated|Client has encountered a connection error)/
+// The connection is gone too after these codes: 08 and 57P from the server, E... from the socket.
+const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z]+$/
 
 /** True for an error that says the store cannot answer now (full, locked, down), not that the request is wrong. */
 export function isStoreUnavailable (error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false
-  const { code, message } = error as { code?: unknown, message?: unknown }
-  if (typeof code !== 'string') return typeof message === 'string' && POSTGRES_MESSAGES.test(message)
+  const { code, message } = fieldsOf(error)
+  if (code === undefined) return message !== undefined && (POSTGRES_NO_CONNECTION.test(message) || POSTGRES_CONNECTION_LOST.test(message))
   return SQLITE_UNAVAILABLE.test(code) || NETWORK_ERRORS.has(code) || POSTGRES_UNAVAILABLE.test(code)
+}
+
+/** True when the PostgreSQL connection an error came from cannot be trusted to answer again (timed out, lost). */
+export function isPostgresConnectionLost (error: unknown): boolean {
+  const { code, message } = fieldsOf(error)
+  return (code !== undefined && POSTGRES_CONNECTION_LOST_CODES.test(code)) ||
+    (message !== undefined && POSTGRES_CONNECTION_LOST.test(message))
+}
+
+function fieldsOf (error: unknown): { code?: string, message?: string } {
+  if (typeof error !== 'object' || error === null) return {}
+  const { code, message } = error as { code?: unknown, message?: unknown }
+  return { code: typeof code === 'string' ? code : undefined, message: typeof message === 'string' ? message : undefined }
 }

@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
 import type { Store } from '../store.js'
+import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
 
 const PG_INT8 = 20
@@ -9,13 +10,15 @@ const PG_INT8 = 20
 export interface PostgresStoreOptions {
   /** Connections this instance keeps at most. */
   poolSize: number
+  deadlines: Deadlines
   clock: Clock
 }
 
 /** Opens a PostgreSQL store over a pool of connections, shared by many instances of the service. */
-export function openPostgresStore (connectionString: string, { poolSize, clock }: PostgresStoreOptions): Store {
+export function openPostgresStore (connectionString: string, { poolSize, deadlines, clock }: PostgresStoreOptions): Store {
   // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: async () => await createPool(connectionString, poolSize) }) })
+  const pool = async () => deadlinePool(await createPool(connectionString, poolSize, deadlines), deadlines)
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   return {
     dialect: 'postgres',
     db,
@@ -25,14 +28,14 @@ export function openPostgresStore (connectionString: string, { poolSize, clock }
   }
 }
 
-async function createPool (connectionString: string, poolSize: number) {
+async function createPool (connectionString: string, poolSize: number, { connectMs, statementMs }: Deadlines) {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
-    // Fail fast while the database is down, so requests get a 503 instead of hanging.
-    connectionTimeoutMillis: 5000,
-    statement_timeout: 10_000,
+    // A database that is down or frozen turns into a 503 within these, instead of a request that hangs.
+    connectionTimeoutMillis: connectMs,
+    query_timeout: statementMs,
     // int8 (ids, categoryId) as BigInt, exact; pg's default is a string.
     types: { getTypeParser: (oid: number, format?: string) => oid === PG_INT8 ? BigInt : pg.types.getTypeParser(oid, format as 'text') }
   })

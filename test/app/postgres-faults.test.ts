@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { chownSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test, type TestContext } from 'node:test'
+import pg from 'pg'
+import { lockIdOrder, PET_INSERT_LOCK } from '../../src/db/id-order-lock.js'
+import { build, createPet, defer, errorOf, tempDir } from '../helper.js'
+
+const DEADLINES = { DATABASE_CONNECT_TIMEOUT_MS: '300', DATABASE_STATEMENT_TIMEOUT_MS: '500' }
+// The bound the README states: a connection's wait, then a statement's. Slack for a busy machine.
+const ANSWER_BOUND_MS = 300 + 500 + 700
+
+/**
+ * A PostgreSQL cluster of the test's own on a spare port, so that it can be frozen without touching
+ * anyone else's. `signal` reaches the postmaster first (so that it forks no more), then every backend.
+ */
+async function startPostgres (t: TestContext): Promise<{ url: string, signal: (signal: NodeJS.Signals) => void }> {
+  const bin = join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').sort().at(-1)!, 'bin')
+  const dir = tempDir(t)
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
+  chownSync(dir, uid, gid)
+  const data = join(dir, 'data')
+  execFileSync(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions'], { uid, gid, stdio: 'ignore' })
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const server = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
+    { uid, gid, stdio: 'ignore' })
+  const signal = (name: NodeJS.Signals) => {
+    process.kill(server.pid!, name)
+    const children = readFileSync(`/proc/${server.pid}/task/${server.pid}/children`, 'utf8').trim().split(' ')
+    for (const child of children.filter(Boolean)) {
+      try {
+        process.kill(Number(child), name)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error // a backend that just ended
+      }
+    }
+  }
+  defer(t, async () => {
+    signal('SIGCONT')
+    server.kill('SIGQUIT')
+    if (server.exitCode === null) await once(server, 'exit')
+  })
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  for (let tries = 0; ; tries++) {
+    const client = new pg.Client(url)
+    try {
+      await client.connect()
+      await client.end()
+      return { url, signal }
+    } catch (error) {
+      if (tries > 200) throw error
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+}
+
+// CI sets TEST_DATABASE_URL where PostgreSQL is installed.
+if (process.env.TEST_DATABASE_URL) {
+  test('a frozen PostgreSQL turns into 503s within the deadlines, then into answers when it thaws', { timeout: 30_000 }, async (t) => {
+    const postgres = await startPostgres(t)
+    const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => postgres.url }, env: DEADLINES })
+    const { app, auth } = testApp
+    const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+    const requests = [
+      { url: '/v1/pets', headers: auth },
+      { url: `/v1/pets/${rex.id}`, headers: auth },
+      { method: 'POST' as const, url: '/v1/pets', headers: auth, payload: { name: 'Lost', categoryId: 1 } },
+      { method: 'POST' as const, url: '/v1/pets', headers: { ...auth, 'idempotency-key': 'frozen' }, payload: { name: 'Lost', categoryId: 1 } },
+      { method: 'POST' as const, url: '/v1/store/orders', headers: auth, payload: { petId: rex.id } },
+      { url: '/readyz' }
+    ]
+    const timed = async (request: (typeof requests)[number]) => {
+      const started = performance.now()
+      const response = await app.inject(request)
+      return { request, response, ms: performance.now() - started }
+    }
+
+    postgres.signal('SIGSTOP')
+    // Twice: first on the pool's open connections, whose statements time out; then on new
+    // connections, which the frozen server accepts and never answers.
+    for (let round = 0; round < 2; round++) {
+      const answers = await Promise.all(requests.map(timed))
+      t.diagnostic(`frozen, round ${round + 1}: answers within ${Math.round(Math.max(...answers.map(({ ms }) => ms)))} ms`)
+      for (const { request, response, ms } of answers) {
+        assert.equal(response.statusCode, 503, `${request.url}: ${response.body}`)
+        assert.equal(errorOf(response).code, 'service_unavailable')
+        assert.equal(response.headers['retry-after'], '1')
+        assert.ok(ms < ANSWER_BOUND_MS, `${request.url} answered after ${Math.round(ms)} ms`)
+      }
+    }
+
+    postgres.signal('SIGCONT')
+    assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
+    const list = await app.inject({ url: '/v1/pets', headers: auth })
+    assert.equal(list.statusCode, 200)
+    assert.deepEqual(list.json(), [rex], 'nothing half-written while frozen')
+    assert.equal((await app.inject(requests[2]!)).statusCode, 201)
+  })
+
+  test('the server ends a transaction left idle (its instance frozen) and a wait for a lock, at the deadline', { timeout: 30_000 }, async (t) => {
+    const postgres = await startPostgres(t)
+    const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => postgres.url }, env: DEADLINES })
+    const create = async (name: string) => await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name, categoryId: 1 } })
+
+    // An instance frozen inside a transaction holds the lock every create takes, until the server
+    // ends its session for idling past the deadline.
+    let thaw = () => {}
+    const frozen = testApp.db.transaction().execute(async (trx) => {
+      await lockIdOrder(trx, PET_INSERT_LOCK)
+      await new Promise<void>((resolve) => { thaw = resolve })
+    })
+    defer(t, () => thaw())
+    await new Promise((resolve) => setTimeout(resolve, 700))
+    assert.equal((await create('Rex')).statusCode, 201, 'the lock was freed')
+    thaw()
+    await assert.rejects(frozen, 'the idle transaction was ended')
+
+    // A client that holds the lock and is not idle (here: one outside the service's deadlines): a
+    // create gives up at its deadline, and its statement on the server ends then too, instead of
+    // waiting there for the lock, holding a connection.
+    const holder = new pg.Client(postgres.url)
+    await holder.connect()
+    defer(t, () => holder.end())
+    await holder.query(`begin; select pg_advisory_xact_lock(${PET_INSERT_LOCK})`)
+    const started = performance.now()
+    const blocked = await create('Tom')
+    assert.equal(blocked.statusCode, 503, blocked.body)
+    assert.ok(performance.now() - started < ANSWER_BOUND_MS)
+    const waiting = async () => {
+      const { rows: [row] } = await holder.query<{ count: string }>("select count(*) from pg_stat_activity where wait_event_type = 'Lock'")
+      return Number(row!.count)
+    }
+    for (let tries = 0; await waiting() > 0; tries++) {
+      assert.ok(tries < 20, 'a backend is still waiting for the lock')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await holder.query('rollback')
+    assert.equal((await create('Tom')).statusCode, 201)
+  })
+
+  test('a connection the server ends inside a transaction fails with the server\'s reason, not the failed rollback\'s', { timeout: 30_000 }, async (t) => {
+    const postgres = await startPostgres(t)
+    // The default deadlines: the create must still be waiting when its session is ended.
+    const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => postgres.url } })
+    const holder = new pg.Client(postgres.url)
+    await holder.connect()
+    defer(t, () => holder.end())
+    await holder.query(`begin; select pg_advisory_xact_lock(${PET_INSERT_LOCK})`)
+    const create = testApp.store.pets.create({ pet: { name: 'Rex', categoryId: 1n, status: 'available' } })
+    // As a fast shutdown does to every session: end the one waiting for the lock, mid-transaction.
+    for (let tries = 0; ; tries++) {
+      const { rows } = await holder.query("select pg_terminate_backend(pid) from pg_stat_activity where wait_event_type = 'Lock'")
+      if (rows.length > 0) break
+      assert.ok(tries < 300, 'the create never waited for the lock')
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    await assert.rejects(create, { code: '57P01' })
+    await holder.query('rollback')
+    assert.equal((await createPet(testApp, { name: 'Tom', categoryId: 1 })).name, 'Tom', 'the pool replaced the lost connection')
+  })
+}
