@@ -60,10 +60,12 @@ export interface AppOptions {
   limits?: Partial<Limits>
   /** Request and store metrics to record, when METRICS_PORT is set. */
   metrics?: Metrics
+  /** How often the failures of an outage are counted in the log (OUTAGE_REPORT_INTERVAL_MS); tests shorten it. */
+  outageReportMs?: number
 }
 
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
-export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics, outageReportMs }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...LIMITS, ...shortened }
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
@@ -86,7 +88,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   app.server.maxConnections = limits.maxConnections
   await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS })
   app.setValidatorCompiler(apiValidatorCompiler)
-  await app.register(errorHandler)
+  await app.register(errorHandler, { outageReportMs })
   await app.register(shutdown)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })

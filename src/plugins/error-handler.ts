@@ -2,8 +2,16 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { isStoreUnavailable } from '../store/store-errors.js'
 import { ApiError, type ErrorCode } from '../errors.js'
+import { OutageLog } from '../outage-log.js'
+import { isStoreUnavailable } from '../store/store-errors.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Where 503s are logged: once a kind, then counted (see OutageLog). */
+    outageLog: OutageLog
+  }
+}
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'bad_request',
@@ -42,17 +50,29 @@ export function toApiError (error: FastifyError | Error): ApiError {
   return new ApiError(500, 'internal_error', 'Internal error', { cause: error })
 }
 
-/** Sends an error as the Error body; 5xx are logged with the request id, which the message names. */
+/**
+ * Sends an error as the Error body. A 500 is logged with the request id, which its message names; a
+ * 503 goes to the outage log, which logs the first of a kind and counts the others.
+ */
 export function sendError (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error)
-  if (apiError.status >= 500) {
+  if (apiError.status === 503) {
+    request.server.outageLog.failed(outageKind(apiError), apiError.cause ?? apiError)
+  } else if (apiError.status >= 500) {
     request.log.error({ err: error }, 'request failed')
-    if (apiError.status === 500) apiError.message = `Internal error (request id ${request.id})`
+    apiError.message = `Internal error (request id ${request.id})`
   }
   // Answered before its body was read (a 401 to a POST announcing gigabytes, say): the rest of the body
   // would be read and thrown away to keep the connection; closing it spares that.
   if (!request.raw.complete) reply.header('connection', 'close')
   reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
+}
+
+/** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */
+function outageKind ({ message, cause }: ApiError): string {
+  if (!isStoreUnavailable(cause)) return message
+  const { code, message: reason } = cause as { code?: string, message: string }
+  return `store unavailable (${code ?? reason})`
 }
 
 /**
@@ -86,7 +106,10 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
 }
 
 /** One error handler and one not-found handler for the whole app, so every error has the Error body. */
-export default fp(async (app) => {
+export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) => {
+  const outageLog = new OutageLog(app.log, outageReportMs)
+  app.decorate('outageLog', outageLog)
+  app.addHook('onClose', async () => { outageLog.close() })
   app.setErrorHandler(sendError)
   app.setNotFoundHandler(answerNotFound)
 }, { name: 'error-handler' })

@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { createServer, connect, type Socket } from 'node:net'
+import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
+import { createLogger } from '../../src/logger.js'
 import { createKey, defer, errorOf, openTestStore, TEST_STORES } from '../helper.js'
+
+const REPORT_MS = 100
 
 /** A TCP proxy to the database that the test can cut and restore, as a network fault would. */
 async function createCuttableProxy (target: URL) {
@@ -38,7 +43,7 @@ async function createCuttableProxy (target: URL) {
 
 // Only PostgreSQL is reached over a network; an embedded SQLite store has no outage to survive.
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
-  test('while PostgreSQL is unreachable: 503 with the Error body, then recovery without a restart', async (t) => {
+  test('while PostgreSQL is unreachable: 503 with the Error body, an outage logged in a few lines, then recovery without a restart', async (t) => {
     const direct = new URL(await store.databaseUrl(t))
     const proxy = await createCuttableProxy(direct)
     defer(t, () => proxy.close())
@@ -47,7 +52,15 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const viaProxyStore = openTestStore(t, viaProxy.toString(), { poolSize: 2 })
     const { db } = viaProxyStore
     await migrateToLatest(db)
-    const app = await buildApp({ config: loadConfig({ DATABASE_URL: viaProxy.toString() }), store: viaProxyStore, verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 } })
+    const logLines: Array<{ level: number, msg: string, kind?: string, failures?: number, err?: { message: string } }> = []
+    const logger = createLogger('info', new Writable({ write: (line, _encoding, done) => { logLines.push(JSON.parse(String(line))); done() } }))
+    const app = await buildApp({
+      config: loadConfig({ DATABASE_URL: viaProxy.toString() }),
+      store: viaProxyStore,
+      logger,
+      verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 },
+      outageReportMs: REPORT_MS
+    })
     defer(t, () => app.close())
     const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
     const created = await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })
@@ -65,8 +78,25 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
       assert.equal(response.headers['retry-after'], '1')
     }
 
+    const more = await Promise.all(Array.from({ length: 40 }, async () => await app.inject({ url: '/v1/pets', headers })))
+    assert.ok(more.every((response) => response.statusCode === 503))
+    await sleep(REPORT_MS * 1.5)
+
     await proxy.restore()
     assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
+    await sleep(REPORT_MS * 2.5)
+    // 44 answers of 503, logged as: the first of each kind with its cause, counts, recoveries.
+    const outage = logLines.filter((line) => line.kind !== undefined)
+    const firsts = outage.filter((line) => line.level === 50)
+    const kinds = new Set(firsts.map((line) => line.kind))
+    assert.ok(firsts.length >= 1 && firsts.length <= 3, `first failures: ${JSON.stringify(firsts.map((line) => line.kind))}`)
+    assert.ok(firsts.every((line) => line.err?.message !== undefined), 'each with its cause')
+    const counted = outage.filter((line) => line.level === 40).reduce((sum, line) => sum + line.failures!, 0)
+    assert.equal(firsts.length + counted, 44, 'every 503 is counted')
+    assert.deepEqual(new Set(outage.filter((line) => line.level === 30).map((line) => line.kind)), kinds, 'each kind recovers')
+    assert.ok(outage.length <= kinds.size * 4, `${outage.length} outage lines`)
+    assert.equal(logLines.filter((line) => line.msg === 'request failed').length, 0, 'no line per request')
+
     const list = await app.inject({ url: '/v1/pets', headers })
     assert.equal(list.statusCode, 200)
     assert.deepEqual(list.json(), [created.json()], 'nothing half-written during the outage')

@@ -1,0 +1,50 @@
+import type { FastifyBaseLogger } from 'fastify'
+
+/** How often an outage's failures are counted in the log. */
+export const OUTAGE_REPORT_INTERVAL_MS = 10_000
+
+/**
+ * Logs a run of failures of one kind (a store that is down, an overload) as an operator can read it,
+ * instead of a stack per request: the first failure with its cause, then each interval how many
+ * followed, then the first interval with none, as the recovery.
+ */
+export class OutageLog {
+  /** The failures of each kind under way since its last report. */
+  readonly #counts = new Map<string, number>()
+  #timer: NodeJS.Timeout | undefined
+
+  constructor (private readonly log: FastifyBaseLogger, private readonly intervalMs = OUTAGE_REPORT_INTERVAL_MS) {}
+
+  failed (kind: string, cause: unknown): void {
+    const count = this.#counts.get(kind)
+    if (count !== undefined) {
+      this.#counts.set(kind, count + 1)
+      return
+    }
+    this.#counts.set(kind, 0)
+    this.log.error({ err: cause, kind }, `${kind}: answering 503 (further 503s of this kind are counted every ${this.#seconds} s)`)
+    this.#timer ??= setInterval(() => { this.#report() }, this.intervalMs).unref()
+  }
+
+  close (): void {
+    clearInterval(this.#timer)
+    this.#timer = undefined
+  }
+
+  #report (): void {
+    for (const [kind, failures] of this.#counts) {
+      if (failures > 0) {
+        this.log.warn({ kind, failures }, `${kind}: ${failures} more 503s in the last ${this.#seconds} s`)
+        this.#counts.set(kind, 0)
+      } else {
+        this.log.info({ kind }, `${kind}: recovered (no 503 of this kind in the last ${this.#seconds} s)`)
+        this.#counts.delete(kind)
+      }
+    }
+    if (this.#counts.size === 0) this.close()
+  }
+
+  get #seconds (): number {
+    return this.intervalMs / 1000
+  }
+}
