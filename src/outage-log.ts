@@ -26,22 +26,33 @@ export class OutageLog {
     this.#timer ??= setInterval(() => { this.#report() }, this.intervalMs).unref()
   }
 
+  /** Stops counting; failures not yet reported are, so that none goes unlogged at shutdown. */
   close (): void {
-    clearInterval(this.#timer)
-    this.#timer = undefined
+    for (const [kind, failures] of this.#counts) if (failures > 0) this.#reportCount(kind, failures)
+    this.#counts.clear()
+    this.#stopTimer()
   }
 
   #report (): void {
     for (const [kind, failures] of this.#counts) {
       if (failures > 0) {
-        this.log.warn({ kind, failures }, `${kind}: ${failures} more 503s in the last ${this.#seconds} s`)
+        this.#reportCount(kind, failures)
         this.#counts.set(kind, 0)
       } else {
         this.log.info({ kind }, `${kind}: recovered (no 503 of this kind in the last ${this.#seconds} s)`)
         this.#counts.delete(kind)
       }
     }
-    if (this.#counts.size === 0) this.close()
+    if (this.#counts.size === 0) this.#stopTimer()
+  }
+
+  #reportCount (kind: string, failures: number): void {
+    this.log.warn({ kind, failures }, `${kind}: ${failures} more 503s since the last line`)
+  }
+
+  #stopTimer (): void {
+    clearInterval(this.#timer)
+    this.#timer = undefined
   }
 
   get #seconds (): number {

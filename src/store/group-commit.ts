@@ -1,3 +1,5 @@
+import { isStoreUnavailable } from './store-errors.js'
+
 interface Waiting<Item, Result> {
   item: Item
   resolve: (result: Result) => void
@@ -37,8 +39,11 @@ export class GroupCommit<Item, Result> {
       group.forEach(({ resolve }, i) => resolve(results[i]!))
     } catch (error) {
       // The group was not committed (or, if a writer thread was lost meanwhile, may have been, unseen):
-      // every request in it fails (503 for a store fault) and none is answered as committed.
-      for (const { reject } of group) reject(error)
+      // every request in it fails (503 for a store fault) and none is answered as committed. When the
+      // store is unavailable, so do those that arrived meanwhile: a commit of their own would make them
+      // wait past the deadline a request is promised, on a store that has just failed.
+      const failed = isStoreUnavailable(error) ? [...group, ...this.#waiting.splice(0)] : group
+      for (const { reject } of failed) reject(error)
     } finally {
       this.#committing = false
       if (this.#waiting.length > 0) this.#commitSoon()

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { lockIdOrder, PET_INSERT_LOCK } from '../../src/db/id-order-lock.js'
+import { isStoreUnavailable } from '../../src/store/store-errors.js'
 import { build, createPet, defer, errorOf, tempDir } from '../helper.js'
 
 const DEADLINES = { DATABASE_CONNECT_TIMEOUT_MS: '300', DATABASE_STATEMENT_TIMEOUT_MS: '500' }
@@ -91,6 +92,22 @@ if (process.env.TEST_DATABASE_URL) {
         assert.ok(ms < ANSWER_BOUND_MS, `${request.url} answered after ${Math.round(ms)} ms`)
       }
     }
+    // A create that arrives while a group is committing is answered when that group fails, not after
+    // a commit of its own.
+    const ahead = timed(requests[2]!)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const behind = timed(requests[2]!)
+    const answeredAt = async (answer: ReturnType<typeof timed>) => {
+      const { response } = await answer
+      assert.equal(response.statusCode, 503)
+      return performance.now()
+    }
+    const [aheadAt, behindAt] = await Promise.all([answeredAt(ahead), answeredAt(behind)])
+    assert.ok(behindAt - aheadAt < 100, `answered ${Math.round(behindAt - aheadAt)} ms after the group ahead`)
+    const started = performance.now()
+    await assert.rejects(testApp.store.pets.insertMany([{ name: 'Lost', categoryId: 1n, status: 'available' }]),
+      (error) => isStoreUnavailable(error), 'an import fails as unavailable')
+    assert.ok(performance.now() - started < ANSWER_BOUND_MS)
 
     postgres.signal('SIGCONT')
     assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)

@@ -54,6 +54,7 @@ if (process.env.TEST_REDIS_URL) {
       assert.equal(next.status, 200, 'past the limit of 2, uncounted requests pass')
       assert.ok(next.ms < REDIS_COMMAND_TIMEOUT_MS, `no wait during the cool-down: ${next.ms} ms`)
     }
+    assert.equal((await testApp.app.inject({ url: '/readyz' })).statusCode, 200, 'ready: Redis fails open')
 
     process.kill(redis.pid, 'SIGCONT')
     clock.advance(REDIS_COOL_DOWN_MS)
