@@ -34,7 +34,7 @@ export const ErrorBody = Type.Object({
   code: Type.Enum(ERROR_CODES, { description: 'Machine-readable error code' }),
   message: Type.String({ description: 'Human-readable description' }),
   status: Type.Integer({ description: 'The HTTP status code of the response' })
-}, { additionalProperties: false })
+}, { title: 'Error', additionalProperties: false })
 
 export type ErrorBody = Static<typeof ErrorBody>
 

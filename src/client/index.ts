@@ -10,13 +10,18 @@ import type { components, paths } from './schema.js'
 
 export type { components, operations, paths } from './schema.js'
 
-export type Pet = paths['/pets']['post']['responses'][201]['content']['application/json']
-export type NewPet = paths['/pets']['post']['requestBody']['content']['application/json']
-export type PetStatus = Pet['status']
-export type ErrorBody = components['schemas']['Error']
+type Schemas = components['schemas']
+
+export type Pet = Schemas['Pet']
+export type NewPet = Schemas['NewPet']
+export type PetStatus = Schemas['PetStatus']
+export type ErrorBody = Schemas['Error']
 /** Experimental: may change without a new API version. */
-export type Order = paths['/store/orders']['post']['responses'][201]['content']['application/json']
-export type OrderStatus = Order['status']
+export type Order = Schemas['Order']
+/** Experimental: may change without a new API version. */
+export type NewOrder = Schemas['NewOrder']
+/** Experimental: may change without a new API version. */
+export type OrderStatus = Schemas['OrderStatus']
 export type PetStoreClient = Client<paths>
 
 export interface PetStoreClientOptions {

@@ -94,6 +94,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** Error */
         Error: {
             /**
              * @description Machine-readable error code
@@ -105,6 +106,131 @@ export interface components {
             /** @description The HTTP status code of the response */
             status: number;
         };
+        /**
+         * NewOrder
+         * @description The animal to buy: it must be `available`, and becomes `pending`
+         * @example {
+         *       "petId": 42
+         *     }
+         */
+        NewOrder: {
+            /**
+             * Format: int64
+             * @description Id of the animal ordered
+             * @example 42
+             */
+            petId: number;
+        };
+        /**
+         * NewPet
+         * @description Request body for creating an animal
+         * @example {
+         *       "name": "Rex",
+         *       "categoryId": 3
+         *     }
+         * @example {
+         *       "name": "Tom",
+         *       "categoryId": 2,
+         *       "status": "pending"
+         *     }
+         */
+        NewPet: {
+            /**
+             * Format: int64
+             * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
+             * @example 3
+             */
+            categoryId: number;
+            /**
+             * Format: pet-name
+             * @description The animal's name: 1 to 100 characters once whitespace at both ends is trimmed; stored as sent
+             * @example Rex
+             */
+            name: string;
+            /**
+             * @description Availability of the animal; `available` when omitted
+             * @default available
+             */
+            status?: components["schemas"]["PetStatus"];
+        };
+        /**
+         * Order
+         * @example {
+         *       "id": 7,
+         *       "petId": 42,
+         *       "status": "placed",
+         *       "createdAt": "2026-11-22T10:15:30.000Z",
+         *       "updatedAt": "2026-11-22T10:15:30.000Z"
+         *     }
+         */
+        Order: {
+            /**
+             * Format: date-time
+             * @description When the order was placed (RFC 3339, UTC)
+             * @example 2026-11-22T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service
+             * @example 7
+             */
+            id: number;
+            /**
+             * Format: int64
+             * @description Id of the animal ordered
+             * @example 42
+             */
+            petId: number;
+            status: components["schemas"]["OrderStatus"];
+            /**
+             * Format: date-time
+             * @description When the order last changed status (RFC 3339, UTC)
+             * @example 2026-11-22T10:15:30.000Z
+             */
+            updatedAt: string;
+        };
+        /**
+         * OrderStatus
+         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
+         * @enum {string}
+         */
+        OrderStatus: "placed" | "approved" | "delivered" | "cancelled";
+        /**
+         * Pet
+         * @example {
+         *       "id": 42,
+         *       "name": "Rex",
+         *       "categoryId": 3,
+         *       "status": "available"
+         *     }
+         */
+        Pet: {
+            /**
+             * Format: int64
+             * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
+             * @example 3
+             */
+            categoryId: number;
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service on creation
+             * @example 42
+             */
+            id: number;
+            /**
+             * @description The animal's name
+             * @example Rex
+             */
+            name: string;
+            status: components["schemas"]["PetStatus"];
+        };
+        /**
+         * PetStatus
+         * @description Availability of the animal
+         * @enum {string}
+         */
+        PetStatus: "available" | "pending" | "sold";
     };
     responses: never;
     parameters: never;
@@ -122,7 +248,7 @@ export interface operations {
                 /** @description Maximum number of animals to return */
                 limit?: number;
                 /** @description Returns only animals with this status */
-                status?: "available" | "pending" | "sold";
+                status?: components["schemas"]["PetStatus"];
             };
             header?: never;
             path?: never;
@@ -152,30 +278,7 @@ export interface operations {
                      *       }
                      *     ]
                      */
-                    "application/json": {
-                        /**
-                         * Format: int64
-                         * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
-                         * @example 3
-                         */
-                        categoryId: number;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service on creation
-                         * @example 42
-                         */
-                        id: number;
-                        /**
-                         * @description The animal's name
-                         * @example Rex
-                         */
-                        name: string;
-                        /**
-                         * @description Availability of the animal
-                         * @enum {unknown}
-                         */
-                        status: "available" | "pending" | "sold";
-                    }[];
+                    "application/json": components["schemas"]["Pet"][];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -191,17 +294,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -217,17 +310,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -243,17 +326,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -269,17 +342,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -297,26 +360,7 @@ export interface operations {
         /** @description Request body for creating an animal */
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: int64
-                     * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
-                     * @example 3
-                     */
-                    categoryId: number;
-                    /**
-                     * Format: pet-name
-                     * @description The animal's name: 1 to 100 characters once whitespace at both ends is trimmed; stored as sent
-                     * @example Rex
-                     */
-                    name: string;
-                    /**
-                     * @description Availability of the animal; `available` when omitted
-                     * @default available
-                     * @enum {unknown}
-                     */
-                    status?: "available" | "pending" | "sold";
-                };
+                "application/json": components["schemas"]["NewPet"];
             };
         };
         responses: {
@@ -334,30 +378,7 @@ export interface operations {
                      *       "status": "available"
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * Format: int64
-                         * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
-                         * @example 3
-                         */
-                        categoryId: number;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service on creation
-                         * @example 42
-                         */
-                        id: number;
-                        /**
-                         * @description The animal's name
-                         * @example Rex
-                         */
-                        name: string;
-                        /**
-                         * @description Availability of the animal
-                         * @enum {unknown}
-                         */
-                        status: "available" | "pending" | "sold";
-                    };
+                    "application/json": components["schemas"]["Pet"];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -373,17 +394,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -399,17 +410,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A request with the same `Idempotency-Key` is still being processed */
@@ -425,17 +426,7 @@ export interface operations {
                      *       "status": 409
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is larger than 16 KiB */
@@ -451,17 +442,7 @@ export interface operations {
                      *       "status": 413
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not `application/json` in UTF-8 */
@@ -477,17 +458,7 @@ export interface operations {
                      *       "status": 415
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The `Idempotency-Key` was used before with a different body */
@@ -503,17 +474,7 @@ export interface operations {
                      *       "status": 422
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -529,17 +490,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -555,17 +506,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -599,30 +540,7 @@ export interface operations {
                      *       "status": "available"
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * Format: int64
-                         * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
-                         * @example 3
-                         */
-                        categoryId: number;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service on creation
-                         * @example 42
-                         */
-                        id: number;
-                        /**
-                         * @description The animal's name
-                         * @example Rex
-                         */
-                        name: string;
-                        /**
-                         * @description Availability of the animal
-                         * @enum {unknown}
-                         */
-                        status: "available" | "pending" | "sold";
-                    };
+                    "application/json": components["schemas"]["Pet"];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -638,17 +556,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -664,17 +572,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -690,17 +588,7 @@ export interface operations {
                      *       "status": 404
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -716,17 +604,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -742,17 +620,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -765,7 +633,7 @@ export interface operations {
                 /** @description Maximum number of orders to return */
                 limit?: number;
                 /** @description Returns only orders with this status */
-                status?: "placed" | "approved" | "delivered" | "cancelled";
+                status?: components["schemas"]["OrderStatus"];
             };
             header?: never;
             path?: never;
@@ -790,37 +658,7 @@ export interface operations {
                      *       }
                      *     ]
                      */
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description When the order was placed (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service
-                         * @example 7
-                         */
-                        id: number;
-                        /**
-                         * Format: int64
-                         * @description Id of the animal ordered
-                         * @example 42
-                         */
-                        petId: number;
-                        /**
-                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
-                         * @enum {unknown}
-                         */
-                        status: "placed" | "approved" | "delivered" | "cancelled";
-                        /**
-                         * Format: date-time
-                         * @description When the order last changed status (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        updatedAt: string;
-                    }[];
+                    "application/json": components["schemas"]["Order"][];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -836,17 +674,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -862,17 +690,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -888,17 +706,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -914,17 +722,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -944,14 +742,7 @@ export interface operations {
                  *       "petId": 42
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * Format: int64
-                     * @description Id of the animal ordered
-                     * @example 42
-                     */
-                    petId: number;
-                };
+                "application/json": components["schemas"]["NewOrder"];
             };
         };
         responses: {
@@ -970,37 +761,7 @@ export interface operations {
                      *       "updatedAt": "2026-11-22T10:15:30.000Z"
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description When the order was placed (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service
-                         * @example 7
-                         */
-                        id: number;
-                        /**
-                         * Format: int64
-                         * @description Id of the animal ordered
-                         * @example 42
-                         */
-                        petId: number;
-                        /**
-                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
-                         * @enum {unknown}
-                         */
-                        status: "placed" | "approved" | "delivered" | "cancelled";
-                        /**
-                         * Format: date-time
-                         * @description When the order last changed status (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Order"];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -1016,17 +777,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1042,17 +793,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The pet is not available */
@@ -1068,17 +809,7 @@ export interface operations {
                      *       "status": 409
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is larger than 16 KiB */
@@ -1094,17 +825,7 @@ export interface operations {
                      *       "status": 413
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not `application/json` in UTF-8 */
@@ -1120,17 +841,7 @@ export interface operations {
                      *       "status": 415
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description No pet has this petId */
@@ -1146,17 +857,7 @@ export interface operations {
                      *       "status": 422
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -1172,17 +873,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -1198,17 +889,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1243,37 +924,7 @@ export interface operations {
                      *       "updatedAt": "2026-11-22T10:15:30.000Z"
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description When the order was placed (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service
-                         * @example 7
-                         */
-                        id: number;
-                        /**
-                         * Format: int64
-                         * @description Id of the animal ordered
-                         * @example 42
-                         */
-                        petId: number;
-                        /**
-                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
-                         * @enum {unknown}
-                         */
-                        status: "placed" | "approved" | "delivered" | "cancelled";
-                        /**
-                         * Format: date-time
-                         * @description When the order last changed status (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Order"];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -1289,17 +940,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1315,17 +956,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -1341,17 +972,7 @@ export interface operations {
                      *       "status": 404
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -1367,17 +988,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -1393,17 +1004,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1425,11 +1026,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /**
-                     * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
-                     * @enum {unknown}
-                     */
-                    status: "placed" | "approved" | "delivered" | "cancelled";
+                    status: components["schemas"]["OrderStatus"];
                 };
             };
         };
@@ -1449,37 +1046,7 @@ export interface operations {
                      *       "updatedAt": "2026-11-22T10:15:30.000Z"
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description When the order was placed (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: int64
-                         * @description Unique identifier assigned by the service
-                         * @example 7
-                         */
-                        id: number;
-                        /**
-                         * Format: int64
-                         * @description Id of the animal ordered
-                         * @example 42
-                         */
-                        petId: number;
-                        /**
-                         * @description `placed` → `approved` → `delivered`; `placed` or `approved` → `cancelled`
-                         * @enum {unknown}
-                         */
-                        status: "placed" | "approved" | "delivered" | "cancelled";
-                        /**
-                         * Format: date-time
-                         * @description When the order last changed status (RFC 3339, UTC)
-                         * @example 2026-11-22T10:15:30.000Z
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Order"];
                 };
             };
             /** @description The request is malformed or holds invalid values */
@@ -1495,17 +1062,7 @@ export interface operations {
                      *       "status": 400
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1521,17 +1078,7 @@ export interface operations {
                      *       "status": 401
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -1547,17 +1094,7 @@ export interface operations {
                      *       "status": 404
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The order cannot make this move; nothing changed */
@@ -1573,17 +1110,7 @@ export interface operations {
                      *       "status": 409
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is larger than 16 KiB */
@@ -1599,17 +1126,7 @@ export interface operations {
                      *       "status": 413
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not `application/json` in UTF-8 */
@@ -1625,17 +1142,7 @@ export interface operations {
                      *       "status": 415
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
@@ -1651,17 +1158,7 @@ export interface operations {
                      *       "status": 429
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
@@ -1677,17 +1174,7 @@ export interface operations {
                      *       "status": 503
                      *     }
                      */
-                    "application/json": {
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {unknown}
-                         */
-                        code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
-                        /** @description Human-readable description */
-                        message: string;
-                        /** @description The HTTP status code of the response */
-                        status: number;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -5,7 +5,7 @@ import { Int64 } from '../validation/int64.js'
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const DEFAULT_PET_STATUS = 'available'
 
-export const PetStatus = Type.Enum(PET_STATUSES, { description: 'Availability of the animal' })
+export const PetStatus = Type.Enum(PET_STATUSES, { title: 'PetStatus', type: 'string', description: 'Availability of the animal' })
 export type PetStatus = Static<typeof PetStatus>
 
 const PetId = Int64({ minimum: 1, description: 'Unique identifier assigned by the service on creation', examples: [42] })
@@ -24,11 +24,9 @@ export const NewPet = Type.Object({
     examples: ['Rex']
   }),
   categoryId: CategoryId,
-  status: Type.Optional(Type.Enum(PET_STATUSES, {
-    description: 'Availability of the animal; `available` when omitted',
-    default: DEFAULT_PET_STATUS
-  }))
+  status: Type.Optional({ ...PetStatus, description: 'Availability of the animal; `available` when omitted', default: DEFAULT_PET_STATUS })
 }, {
+  title: 'NewPet',
   additionalProperties: false,
   description: 'Request body for creating an animal',
   examples: [{ name: 'Rex', categoryId: 3 }, { name: 'Tom', categoryId: 2, status: 'pending' }]
@@ -40,14 +38,14 @@ export const Pet = Type.Object({
   name: Type.String({ description: "The animal's name", examples: ['Rex'] }),
   categoryId: CategoryId,
   status: PetStatus
-}, { additionalProperties: false, examples: [REX] })
+}, { title: 'Pet', additionalProperties: false, examples: [REX] })
 export type Pet = Static<typeof Pet>
 
 export const PetList = Type.Array(Pet, { examples: [[REX, { id: 43, name: 'Tom', categoryId: 2, status: 'pending' }]] })
 
 export const ListPetsQuery = Type.Object({
   limit: PageLimit('animals'),
-  status: Type.Optional(Type.Enum(PET_STATUSES, { description: 'Returns only animals with this status' })),
+  status: Type.Optional({ ...PetStatus, description: 'Returns only animals with this status' }),
   cursor: PageCursor
 }, { additionalProperties: false })
 export type ListPetsQuery = Static<typeof ListPetsQuery>

@@ -1,7 +1,8 @@
-import swagger from '@fastify/swagger'
+import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { ERROR_CATALOG, ErrorBody } from '../errors.js'
+import { ERROR_CATALOG } from '../errors.js'
+import { namedSchemaComponents, referenceNamed } from './openapi-components.js'
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -37,21 +38,26 @@ export default fp<{ config: Config }>(async (app, { config }) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Pet Store', version: '1.0.0', description: DESCRIPTION },
+      info: { title: 'Pet Store', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
       servers: servers(config),
       tags: [
         { name: 'pets', description: 'Animals for sale' },
         { name: 'store', description: '**Experimental**: orders that move a pet from `available` to `pending` to `sold`. They may change without a new API version.' }
       ],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`' } },
-        schemas: { Error: ErrorBody }
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`' } }
       },
       security: [{ bearerAuth: [] }]
     },
     // Paths are relative to the servers, which end in /v1 whatever prefix PUBLIC_BASE_URL has.
     stripBasePath: false,
-    transform: ({ schema, url }) => ({ schema, url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url })
+    transform: ({ schema, url }) => ({ schema, url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url }),
+    // The named schemas go in last: @fastify/swagger would drop what a component says beside a $ref.
+    transformObject: (documentObject) => {
+      const document = (documentObject as { openapiObject: { paths?: unknown, components?: object } }).openapiObject
+      const components = { ...document.components, schemas: namedSchemaComponents() }
+      return { ...document, components, paths: referenceNamed(document.paths) } as ReturnType<SwaggerTransformObject>
+    }
   })
 
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger())

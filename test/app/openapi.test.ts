@@ -29,7 +29,14 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.equal(doc.paths['/pets'].post.parameters.find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
   assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '404', '429', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
-  const newPet = doc.paths['/pets'].post.requestBody.content['application/json'].schema
+  assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Error', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'])
+  assert.deepEqual(doc.paths['/pets'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewPet' })
+  assert.equal(doc.paths['/pets'].get.responses[200].content['application/json'].schema.items.$ref, '#/components/schemas/Pet')
+  assert.equal(doc.paths['/pets'].get.responses[401].content['application/json'].schema.$ref, '#/components/schemas/Error')
+  assert.doesNotMatch(JSON.stringify(doc.paths), /"title"/, 'no named schema is inlined')
+  assert.deepEqual(doc.paths['/pets'].get.parameters.find((p: { name: string }) => p.name === 'status').schema, { $ref: '#/components/schemas/PetStatus' })
+  assert.equal(doc.components.schemas.PetStatus.type, 'string')
+  const newPet = doc.components.schemas.NewPet
   assert.deepEqual(newPet.required, ['name', 'categoryId'])
   assert.equal(newPet.properties.categoryId.format, 'int64')
   assert.equal(newPet.additionalProperties, false)
