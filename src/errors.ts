@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { responseHeaders, type HeaderName } from './plugins/openapi-headers.js'
 
 /**
  * Every value `Error.code` can take, with the HTTP status it comes with and when; the OpenAPI document
@@ -70,27 +71,29 @@ export interface ErrorResponse {
   description: string
   code: ErrorCode
   example: string
+  /** The headers this answer carries besides those of every answer. */
+  headers?: HeaderName[]
 }
 
 /** The usual meaning of each error status; a route passes an ErrorResponse where its own differs. */
 const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
   400: { description: 'The request is malformed or holds invalid values', code: 'validation_failed', example: 'body.categoryId must be an integer from 1 to 9223372036854775807' },
-  401: { description: 'Missing or invalid API key', code: 'unauthorized', example: 'The API key is invalid or revoked' },
+  401: { description: 'Missing or invalid API key', code: 'unauthorized', example: 'The API key is invalid or revoked', headers: ['WWW-Authenticate'] },
   404: { description: 'Not found', code: 'not_found', example: 'No pet with id 42' },
-  409: { description: ERROR_CATALOG.idempotency_key_in_use.meaning, code: 'idempotency_key_in_use', example: 'A request with this Idempotency-Key is still being processed; retry later' },
+  409: { description: ERROR_CATALOG.idempotency_key_in_use.meaning, code: 'idempotency_key_in_use', example: 'A request with this Idempotency-Key is still being processed; retry later', headers: ['Retry-After'] },
   413: { description: ERROR_CATALOG.payload_too_large.meaning, code: 'payload_too_large', example: 'Request body is too large' },
   415: { description: ERROR_CATALOG.unsupported_media_type.meaning, code: 'unsupported_media_type', example: 'Request body must be application/json in UTF-8' },
   422: { description: ERROR_CATALOG.idempotency_key_reused.meaning, code: 'idempotency_key_reused', example: 'This Idempotency-Key was used with a different request body' },
-  429: { description: ERROR_CATALOG.rate_limited.meaning, code: 'rate_limited', example: 'Rate limit of 600 requests per minute exceeded; retry in 30 s' },
-  503: { description: ERROR_CATALOG.service_unavailable.meaning, code: 'service_unavailable', example: 'The store is unavailable; retry later' }
+  429: { description: ERROR_CATALOG.rate_limited.meaning, code: 'rate_limited', example: 'Rate limit of 600 requests per minute exceeded; retry in 30 s', headers: ['Retry-After'] },
+  503: { description: ERROR_CATALOG.service_unavailable.meaning, code: 'service_unavailable', example: 'The store is unavailable; retry later', headers: ['Retry-After'] }
 }
 
 /** OpenAPI response entries with the Error body and an example of it, for the given statuses. */
 export function errorResponses (...responses: Array<number | ErrorResponse>) {
   return Object.fromEntries(responses.map((response) => {
-    const { status, description, code, example } = typeof response === 'number' ?
+    const { status, description, code, example, headers = [] } = typeof response === 'number' ?
         { status: response, ...ERROR_RESPONSES[response]! } :
       response
-    return [status, { ...ErrorBody, description, examples: [{ code, message: example, status }] }]
+    return [status, { ...ErrorBody, description, examples: [{ code, message: example, status }], headers: responseHeaders(...headers) }]
   })) as Record<number, typeof ErrorBody>
 }

@@ -17,7 +17,10 @@ export interface paths {
          */
         get: operations["listPets"];
         put?: never;
-        /** Add an animal */
+        /**
+         * Add an animal
+         * @description Stores the animal and answers it with the id the service gave it. Send an `Idempotency-Key` to make retries safe.
+         */
         post: operations["createPet"];
         delete?: never;
         options?: never;
@@ -35,6 +38,7 @@ export interface paths {
         /**
          * Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets)
          * @deprecated
+         * @description Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.
          */
         get: operations["getPet"];
         put?: never;
@@ -76,7 +80,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Fetch one order (experimental) */
+        /**
+         * Fetch one order (experimental)
+         * @description The order with this id, in its current status.
+         */
         get: operations["getOrder"];
         put?: never;
         post?: never;
@@ -235,7 +242,26 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description RFC 9745: when the operation was deprecated, as `@` and Unix seconds */
+        Deprecation: string;
+        /** @description Present on the stored answer to a retry with the same `Idempotency-Key` */
+        "Idempotent-Replayed": "true";
+        /** @description RFC 8288 links: `rel="next"`, the next page, while more follow; on a deprecated operation, `rel="successor-version"`, its replacement */
+        Link: string;
+        /** @description The URL of the resource created */
+        Location: string;
+        /** @description draft-ietf-httpapi-ratelimit-headers-11: requests left (`r`) and seconds until the window resets (`t`); absent while limiting is off */
+        RateLimit: string;
+        /** @description draft-ietf-httpapi-ratelimit-headers-11: the quota (`q`) per window of `w` seconds; absent while limiting is off */
+        "RateLimit-Policy": string;
+        /** @description Seconds to wait before retrying */
+        "Retry-After": number;
+        /** @description RFC 8594: when the operation will be removed (HTTP date) */
+        Sunset: string;
+        /** @description The scheme to authenticate with (RFC 6750) */
+        "WWW-Authenticate": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -259,6 +285,9 @@ export interface operations {
             /** @description A page of animals */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -284,6 +313,8 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -300,6 +331,9 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -316,6 +350,9 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -332,6 +369,9 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -367,6 +407,10 @@ export interface operations {
             /** @description The animal as stored; `Location` gives its URL */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -384,6 +428,8 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -400,6 +446,9 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -416,6 +465,9 @@ export interface operations {
             /** @description A request with the same `Idempotency-Key` is still being processed */
             409: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -432,6 +484,8 @@ export interface operations {
             /** @description The body is larger than 16 KiB */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -448,6 +502,8 @@ export interface operations {
             /** @description The body is not `application/json` in UTF-8 */
             415: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -464,6 +520,8 @@ export interface operations {
             /** @description The `Idempotency-Key` was used before with a different body */
             422: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -480,6 +538,9 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -496,6 +557,9 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -529,6 +593,11 @@ export interface operations {
             /** @description The animal */
             200: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -546,6 +615,11 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -562,6 +636,12 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -578,6 +658,11 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -594,6 +679,12 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -610,6 +701,12 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -644,6 +741,9 @@ export interface operations {
             /** @description A page of orders */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -664,6 +764,8 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -680,6 +782,9 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -696,6 +801,9 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -712,6 +820,9 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -749,6 +860,9 @@ export interface operations {
             /** @description The order, `placed`; `Location` gives its URL */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -767,6 +881,8 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -783,6 +899,9 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -799,6 +918,8 @@ export interface operations {
             /** @description The pet is not available */
             409: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -815,6 +936,8 @@ export interface operations {
             /** @description The body is larger than 16 KiB */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -831,6 +954,8 @@ export interface operations {
             /** @description The body is not `application/json` in UTF-8 */
             415: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -847,6 +972,8 @@ export interface operations {
             /** @description No pet has this petId */
             422: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -863,6 +990,9 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -879,6 +1009,9 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -912,6 +1045,8 @@ export interface operations {
             /** @description The order */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -930,6 +1065,8 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -946,6 +1083,9 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -962,6 +1102,8 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -978,6 +1120,9 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -994,6 +1139,9 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1034,6 +1182,8 @@ export interface operations {
             /** @description The order in its new status */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1052,6 +1202,8 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1068,6 +1220,9 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1084,6 +1239,8 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1100,6 +1257,8 @@ export interface operations {
             /** @description The order cannot make this move; nothing changed */
             409: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1116,6 +1275,8 @@ export interface operations {
             /** @description The body is larger than 16 KiB */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1132,6 +1293,8 @@ export interface operations {
             /** @description The body is not `application/json` in UTF-8 */
             415: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1148,6 +1311,9 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1164,6 +1330,9 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

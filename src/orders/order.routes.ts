@@ -5,6 +5,7 @@ import { ApiError, errorResponses } from '../errors.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
+import { responseHeaders } from '../plugins/openapi-headers.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import { findOrderById, findOrderPage, moveOrder, placeOrder } from './order.repository.js'
 import { ListOrdersQuery, NewOrder, Order, OrderIdParams, OrderList, OrderStatusChange, type OrderStatus } from './order.schemas.js'
@@ -35,7 +36,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       description: 'The animal must be `available`; in one transaction the order is `placed` and the animal becomes `pending`.',
       body: NewOrder,
       response: {
-        201: { ...Order, description: 'The order, `placed`; `Location` gives its URL' },
+        201: { ...Order, description: 'The order, `placed`; `Location` gives its URL', headers: responseHeaders('Location') },
         ...errorResponses(400, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 503)
       }
     }
@@ -55,7 +56,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       summary: 'List orders (experimental)',
       description: 'Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       querystring: ListOrdersQuery,
-      response: { 200: { ...OrderList, description: 'A page of orders' }, ...errorResponses(400, 401, 429, 503) }
+      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(400, 401, 429, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -72,6 +73,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       ...EXPERIMENTAL,
       operationId: 'getOrder',
       summary: 'Fetch one order (experimental)',
+      description: 'The order with this id, in its current status.',
       params: OrderIdParams,
       response: { 200: { ...Order, description: 'The order' }, ...errorResponses(400, 401, 404, 429, 503) }
     }

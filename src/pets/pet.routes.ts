@@ -6,6 +6,7 @@ import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
+import { responseHeaders } from '../plugins/openapi-headers.js'
 import type { PetPage, PetStore } from '../store/pet-store.js'
 import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
 
@@ -33,7 +34,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       description: 'Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       tags: ['pets'],
       querystring: ListPetsQuery,
-      response: { 200: { ...PetList, description: 'A page of animals' }, ...errorResponses(400, 401, 429, 503) }
+      response: { 200: { ...PetList, description: 'A page of animals', headers: responseHeaders('Link') }, ...errorResponses(400, 401, 429, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -54,10 +55,14 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
+      description: 'Stores the animal and answers it with the id the service gave it. Send an `Idempotency-Key` to make retries safe.',
       tags: ['pets'],
       headers: CreatePetHeaders,
       body: NewPet,
-      response: { 201: { ...Pet, description: 'The animal as stored; `Location` gives its URL' }, ...errorResponses(400, 401, 409, 413, 415, 422, 429, 503) }
+      response: {
+        201: { ...Pet, description: 'The animal as stored; `Location` gives its URL', headers: responseHeaders('Location', 'Idempotent-Replayed') },
+        ...errorResponses(400, 401, 409, 413, 415, 422, 429, 503)
+      }
     }
   }, async (request, reply) => {
     const { name, categoryId, status = DEFAULT_PET_STATUS } = request.body
@@ -87,6 +92,8 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     schema: {
       operationId: 'getPet',
       summary: 'Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets)',
+      description: 'Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the ' +
+        '`status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.',
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,

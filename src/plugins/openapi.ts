@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ERROR_CATALOG } from '../errors.js'
 import { namedSchemaComponents, referenceNamed } from './openapi-components.js'
+import { declareHeaders, HEADER_COMPONENTS } from './openapi-headers.js'
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -38,7 +39,13 @@ export default fp<{ config: Config }>(async (app, { config }) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Pet Store', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
+      info: {
+        title: 'Pet Store',
+        version: '1.0.0',
+        description: DESCRIPTION,
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'Pet Store maintainers' }
+      },
       servers: servers(config),
       tags: [
         { name: 'pets', description: 'Animals for sale' },
@@ -55,8 +62,10 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     // The named schemas go in last: @fastify/swagger would drop what a component says beside a $ref.
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: { paths?: unknown, components?: object } }).openapiObject
-      const components = { ...document.components, schemas: namedSchemaComponents() }
-      return { ...document, components, paths: referenceNamed(document.paths) } as ReturnType<SwaggerTransformObject>
+      const components = { ...document.components, schemas: namedSchemaComponents(), headers: HEADER_COMPONENTS }
+      const paths = referenceNamed(document.paths) as Parameters<typeof declareHeaders>[0]
+      declareHeaders(paths)
+      return { ...document, components, paths } as ReturnType<SwaggerTransformObject>
     }
   })
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { InjectOptions } from 'fastify'
 import { ERROR_CODES } from '../../src/errors.js'
+import { HEADER_COMPONENTS } from '../../src/plugins/openapi-headers.js'
 import { build } from '../helper.js'
 
 test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async (t) => {
@@ -75,4 +77,25 @@ test('GET /docs serves the API reference page, with its own content security pol
   assert.ok(script.body.length > 100_000, 'the renderer ships in the package')
   const api = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
   assert.equal(api.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", 'the API keeps the strict policy')
+})
+
+test('the headers an answer carries are declared on its response in the document, as components', async (t) => {
+  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
+  const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
+  assert.deepEqual(Object.keys(doc.components.headers).sort(), Object.keys(HEADER_COMPONENTS).sort())
+  const known = new Map(Object.keys(HEADER_COMPONENTS).map((name) => [name.toLowerCase(), name]))
+  const check = async (path: string, method: string, request: InjectOptions) => {
+    const response = await testApp.app.inject(request)
+    const declared = doc.paths[path][method].responses[response.statusCode]?.headers ?? {}
+    const sent = Object.keys(response.headers).flatMap((header) => known.get(header) ?? [])
+    assert.ok(sent.length > 0, `${method} ${path} ${response.statusCode} sends some`)
+    for (const name of sent) assert.deepEqual(declared[name], { $ref: `#/components/headers/${name}` }, `${method} ${path} ${response.statusCode}: ${name}`)
+    return response.statusCode
+  }
+  const auth = testApp.auth
+  assert.equal(await check('/pets', 'post', { method: 'POST', url: '/v1/pets', headers: { ...auth, 'idempotency-key': 'k' }, payload: { name: 'Rex', categoryId: 1 } }), 201)
+  assert.equal(await check('/pets', 'post', { method: 'POST', url: '/v1/pets', headers: { ...auth, 'idempotency-key': 'k' }, payload: { name: 'Rex', categoryId: 1 } }), 201)
+  assert.equal(await check('/pets', 'get', { url: '/v1/pets?limit=1', headers: auth }), 200)
+  assert.equal(await check('/pets/{petId}', 'get', { url: '/v1/pets/1', headers: { authorization: 'Bearer wrong' } }), 401)
+  assert.equal(await check('/pets', 'get', { url: '/v1/pets', headers: auth }), 429)
 })

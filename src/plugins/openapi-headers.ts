@@ -1,0 +1,59 @@
+/**
+ * The response headers the API sends, as reusable components of the OpenAPI document: routes declare
+ * the ones particular to a response in its schema's `headers` (@fastify/swagger puts them on the
+ * response; Fastify's serializer ignores them), and `declareHeaders` adds those every response of a
+ * kind carries. Each becomes a `$ref` to its component. The security headers sent on every answer
+ * (README, "Security headers") are not declared: they say nothing about the operation.
+ */
+export const HEADER_COMPONENTS = {
+  Location: { description: 'The URL of the resource created', schema: { type: 'string', format: 'uri-reference' } },
+  Link: {
+    description: 'RFC 8288 links: `rel="next"`, the next page, while more follow; on a deprecated operation, `rel="successor-version"`, its replacement',
+    schema: { type: 'string', examples: ['</v1/pets?limit=20&cursor=AQEAAAAAAAAAFJ>; rel="next"'] }
+  },
+  'Idempotent-Replayed': { description: 'Present on the stored answer to a retry with the same `Idempotency-Key`', schema: { type: 'string', enum: ['true'] } },
+  Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@` and Unix seconds', schema: { type: 'string', examples: ['@1795305600'] } },
+  Sunset: { description: 'RFC 8594: when the operation will be removed (HTTP date)', schema: { type: 'string', examples: ['Thu, 05 Dec 2030 00:00:00 GMT'] } },
+  'WWW-Authenticate': { description: 'The scheme to authenticate with (RFC 6750)', schema: { type: 'string', examples: ['Bearer realm="petstore", error="invalid_token"'] } },
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0, examples: [1] } },
+  RateLimit: {
+    description: 'draft-ietf-httpapi-ratelimit-headers-11: requests left (`r`) and seconds until the window resets (`t`); absent while limiting is off',
+    schema: { type: 'string', examples: ['"default";r=598;t=41'] }
+  },
+  'RateLimit-Policy': {
+    description: 'draft-ietf-httpapi-ratelimit-headers-11: the quota (`q`) per window of `w` seconds; absent while limiting is off',
+    schema: { type: 'string', examples: ['"default";q=600;w=60'] }
+  }
+} as const
+
+export type HeaderName = keyof typeof HEADER_COMPONENTS
+
+/** A response schema's `headers` declaring these (see HEADER_COMPONENTS). */
+export function responseHeaders (...names: HeaderName[]): Record<string, unknown> {
+  return Object.fromEntries(names.map((name) => [name, { ...HEADER_COMPONENTS[name].schema, description: HEADER_COMPONENTS[name].description }]))
+}
+
+const RATE_LIMITED: HeaderName[] = ['RateLimit', 'RateLimit-Policy']
+const DEPRECATED: HeaderName[] = ['Deprecation', 'Sunset', 'Link']
+
+interface Operation { deprecated?: boolean, responses?: Record<string, { headers?: Record<string, unknown> }> }
+
+/**
+ * Every response of every operation (all under /v1, so all counted by the rate limit) gets the
+ * headers it carries, each as a `$ref` to its component: its own, the rate limit's, and on a
+ * deprecated operation the deprecation's.
+ */
+export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      for (const response of Object.values(operation.responses ?? {})) {
+        const names = new Set([
+          ...Object.keys(response.headers ?? {}) as HeaderName[],
+          ...RATE_LIMITED,
+          ...operation.deprecated === true ? DEPRECATED : []
+        ])
+        response.headers = Object.fromEntries([...names].map((name) => [name, { $ref: `#/components/headers/${name}` }]))
+      }
+    }
+  }
+}
