@@ -88,6 +88,11 @@ const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
   503: { description: ERROR_CATALOG.service_unavailable.meaning, code: 'service_unavailable', example: 'The store is unavailable; retry later', headers: ['Retry-After'] }
 }
 
+/** The usual response of an error status, with an example message of the route's own. */
+export function errorExample (status: number, example: string): ErrorResponse {
+  return { status, ...ERROR_RESPONSES[status]!, example }
+}
+
 /** OpenAPI response entries with the Error body and an example of it, for the given statuses. */
 export function errorResponses (...responses: Array<number | ErrorResponse>) {
   return Object.fromEntries(responses.map((response) => {

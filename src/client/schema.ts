@@ -321,7 +321,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "querystring.limit must be an integer from 1 to 100",
                      *       "status": 400
                      *     }
                      */
@@ -626,7 +626,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "params.petId must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -772,7 +772,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "querystring.limit must be an integer from 1 to 100",
                      *       "status": 400
                      *     }
                      */
@@ -889,7 +889,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "body.petId must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -1073,7 +1073,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "params.orderId must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -1110,7 +1110,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "not_found",
-                     *       "message": "No pet with id 42",
+                     *       "message": "No order with id 7",
                      *       "status": 404
                      *     }
                      */
@@ -1210,7 +1210,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "params.orderId must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -1247,7 +1247,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "not_found",
-                     *       "message": "No pet with id 42",
+                     *       "message": "No order with id 7",
                      *       "status": 404
                      *     }
                      */

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
-import { ApiError, errorResponses } from '../errors.js'
+import { ApiError, errorExample, errorResponses } from '../errors.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
-import { afterIdOfCursor, DEFAULT_PAGE_LIMIT } from '../pagination/page-query.js'
+import { afterIdOfCursor, DEFAULT_PAGE_LIMIT, PAGE_LIMIT_INVALID } from '../pagination/page-query.js'
 import { responseHeaders } from '../plugins/openapi-headers.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import { findOrderById, findOrderPage, moveOrder, placeOrder } from './order.repository.js'
@@ -20,6 +20,9 @@ export interface OrderRoutesOptions {
 
 const EXPERIMENTAL = { 'x-stability': 'experimental', tags: ['store'] } as const
 
+const PET_ID_INVALID = errorExample(400, 'body.petId must be an integer from 1 to 9223372036854775807')
+const ORDER_ID_INVALID = errorExample(400, 'params.orderId must be an integer from 1 to 9223372036854775807')
+const ORDER_NOT_FOUND = errorExample(404, 'No order with id 7')
 const PET_NOT_FOUND = { status: 422, description: 'No pet has this petId', code: 'pet_not_found', example: 'No pet with id 42' } as const
 const PET_NOT_AVAILABLE = { status: 409, description: 'The pet is not available', code: 'pet_not_available', example: 'Pet 42 is not available' } as const
 const INVALID_TRANSITION = {
@@ -37,7 +40,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       body: NewOrder,
       response: {
         201: { ...Order, description: 'The order, `placed`; `Location` gives its URL', headers: responseHeaders('Location') },
-        ...errorResponses(400, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 503)
+        ...errorResponses(PET_ID_INVALID, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 503)
       }
     }
   }, async (request, reply) => {
@@ -56,7 +59,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       summary: 'List orders (experimental)',
       description: 'Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       querystring: ListOrdersQuery,
-      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(400, 401, 429, 503) }
+      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -75,7 +78,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       summary: 'Fetch one order (experimental)',
       description: 'The order with this id, in its current status.',
       params: OrderIdParams,
-      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(400, 401, 404, 429, 503) }
+      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, 429, 503) }
     }
   }, async (request) => {
     const { orderId } = request.params
@@ -96,7 +99,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       body: OrderStatusChange,
       response: {
         200: { ...Order, description: 'The order in its new status' },
-        ...errorResponses(400, 401, 404, INVALID_TRANSITION, 413, 415, 429, 503)
+        ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, INVALID_TRANSITION, 413, 415, 429, 503)
       }
     }
   }, async (request) => {

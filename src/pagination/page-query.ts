@@ -1,12 +1,13 @@
 import { Type } from 'typebox'
-import { ApiError } from '../errors.js'
+import { ApiError, errorExample } from '../errors.js'
 import type { CursorCodec } from './cursor.js'
 
 export const DEFAULT_PAGE_LIMIT = 20
+const MAX_PAGE_LIMIT = 100
 
 /** The `limit` parameter of a list: optional with a default, so that clients see it as optional; validation fills it in. */
 export function PageLimit (items: string) {
-  return Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE_LIMIT, description: `Maximum number of ${items} to return` }))
+  return Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT, description: `Maximum number of ${items} to return` }))
 }
 
 /** The `cursor` parameter of a list. */
@@ -22,3 +23,6 @@ export function afterIdOfCursor<Filter extends string> (codec: CursorCodec<Filte
   if (afterId === undefined) throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
   return afterId
 }
+
+/** The OpenAPI 400 of a listing operation, with the answer to a limit out of range as its example. */
+export const PAGE_LIMIT_INVALID = errorExample(400, `querystring.limit must be an integer from 1 to ${MAX_PAGE_LIMIT}`)

@@ -99,3 +99,37 @@ test('the headers an answer carries are declared on its response in the document
   assert.equal(await check('/pets/{petId}', 'get', { url: '/v1/pets/1', headers: { authorization: 'Bearer wrong' } }), 401)
   assert.equal(await check('/pets', 'get', { url: '/v1/pets', headers: auth }), 429)
 })
+
+test('the documented 400 and 404 examples are the answers the server gives', async (t) => {
+  const testApp = await build(t)
+  const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
+  const headers = testApp.auth
+  // For each operation and status, a request that gets the documented answer (the store is empty).
+  const requests: Record<string, Record<string, InjectOptions>> = {
+    'get /pets': { 400: { url: '/v1/pets?limit=0' } },
+    'post /pets': { 400: { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 0 } } },
+    'get /pets/{petId}': { 400: { url: '/v1/pets/abc' }, 404: { url: '/v1/pets/42' } },
+    'get /store/orders': { 400: { url: '/v1/store/orders?limit=0' } },
+    'post /store/orders': { 400: { method: 'POST', url: '/v1/store/orders', payload: { petId: 0 } } },
+    'get /store/orders/{orderId}': { 400: { url: '/v1/store/orders/abc' }, 404: { url: '/v1/store/orders/7' } },
+    'patch /store/orders/{orderId}': {
+      400: { method: 'PATCH', url: '/v1/store/orders/abc', payload: { status: 'approved' } },
+      404: { method: 'PATCH', url: '/v1/store/orders/7', payload: { status: 'approved' } }
+    }
+  }
+  let compared = 0
+  for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+    for (const [method, operation] of Object.entries<any>(item)) {
+      for (const status of ['400', '404']) {
+        const documented = operation.responses[status]?.content['application/json'].example
+        if (documented === undefined) continue
+        const request = requests[`${method} ${path}`]?.[status]
+        assert.ok(request !== undefined, `a request for ${method} ${path} ${status}`)
+        const response = await testApp.app.inject({ ...request, headers })
+        assert.deepEqual(response.json(), documented, `${method} ${path} ${status}`)
+        compared++
+      }
+    }
+  }
+  assert.equal(compared, 10)
+})
