@@ -11,6 +11,12 @@ export const OUTAGE_REPORT_INTERVAL_MS = 10_000
 export class OutageLog {
   /** The failures of each kind under way since its last report. */
   readonly #counts = new Map<string, number>()
+  /**
+   * For each kind, the report by which it has been watched for a whole interval; only a later report
+   * may declare it recovered (one first seen while the timer runs for another has not, at the next).
+   */
+  readonly #watchedFrom = new Map<string, number>()
+  #reports = 0
   #timer: NodeJS.Timeout | undefined
 
   constructor (private readonly log: FastifyBaseLogger, private readonly intervalMs = OUTAGE_REPORT_INTERVAL_MS) {}
@@ -22,6 +28,7 @@ export class OutageLog {
       return
     }
     this.#counts.set(kind, 0)
+    this.#watchedFrom.set(kind, this.#timer === undefined ? this.#reports : this.#reports + 1)
     this.log.error({ err: cause, kind }, `${kind}: answering 503 (further 503s of this kind are counted every ${this.#seconds} s)`)
     this.#timer ??= setInterval(() => { this.#report() }, this.intervalMs).unref()
   }
@@ -30,17 +37,20 @@ export class OutageLog {
   close (): void {
     for (const [kind, failures] of this.#counts) if (failures > 0) this.#reportCount(kind, failures)
     this.#counts.clear()
+    this.#watchedFrom.clear()
     this.#stopTimer()
   }
 
   #report (): void {
+    this.#reports++
     for (const [kind, failures] of this.#counts) {
       if (failures > 0) {
         this.#reportCount(kind, failures)
         this.#counts.set(kind, 0)
-      } else {
+      } else if (this.#watchedFrom.get(kind)! < this.#reports) {
         this.log.info({ kind }, `${kind}: recovered (no 503 of this kind in the last ${this.#seconds} s)`)
         this.#counts.delete(kind)
+        this.#watchedFrom.delete(kind)
       }
     }
     if (this.#counts.size === 0) this.#stopTimer()

@@ -52,6 +52,8 @@ export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize
     }
     onProgress?.(Math.min(start + batchSize, rows.length))
   }
-  if (!dryRun && report.storedLines.length > 0) await pets.refreshStatistics()
+  // Only a hint to the planner, which autovacuum gives within a minute anyway: its failure (a store
+  // that stopped answering after the last batch) must not report stored pets as failed.
+  if (!dryRun && report.storedLines.length > 0) await pets.refreshStatistics().catch(() => {})
   return report
 }

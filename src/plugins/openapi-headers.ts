@@ -52,7 +52,10 @@ export function declareHeaders (paths: Record<string, Record<string, Operation>>
           ...RATE_LIMITED,
           ...operation.deprecated === true ? DEPRECATED : []
         ])
-        response.headers = Object.fromEntries([...names].map((name) => [name, { $ref: `#/components/headers/${name}` }]))
+        response.headers = Object.fromEntries([...names].map((name) => {
+          if (!(name in HEADER_COMPONENTS)) throw new Error(`the response header ${name} has no component; declare it with responseHeaders()`)
+          return [name, { $ref: `#/components/headers/${name}` }]
+        }))
       }
     }
   }

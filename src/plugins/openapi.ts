@@ -61,8 +61,8 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     transform: ({ schema, url }) => ({ schema, url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url }),
     // The named schemas go in last: @fastify/swagger would drop what a component says beside a $ref.
     transformObject: (documentObject) => {
-      const document = (documentObject as { openapiObject: { paths?: unknown, components?: object } }).openapiObject
-      const components = { ...document.components, schemas: namedSchemaComponents(), headers: HEADER_COMPONENTS }
+      const document = (documentObject as { openapiObject: { paths?: unknown, components?: { schemas?: object } } }).openapiObject
+      const components = { ...document.components, schemas: { ...document.components?.schemas, ...namedSchemaComponents() }, headers: HEADER_COMPONENTS }
       const paths = referenceNamed(document.paths) as Parameters<typeof declareHeaders>[0]
       declareHeaders(paths)
       return { ...document, components, paths } as ReturnType<SwaggerTransformObject>

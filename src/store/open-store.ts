@@ -32,7 +32,7 @@ const DEFAULTS = storeOptionsFrom(loadConfig({}))
 
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
-  const { poolSize, deadlines, durability, clock = systemClock, log = SILENT } = { ...DEFAULTS, ...options }
+  const { poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, clock = systemClock, log = SILENT } = options
   if (databaseUrl.startsWith(SQLITE_PREFIX)) return openSqliteStore(databaseUrl.slice(SQLITE_PREFIX.length), { durability, clock, log })
   return openPostgresStore(databaseUrl, { poolSize, deadlines, clock })
 }

@@ -1,5 +1,5 @@
 const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM)/
-const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'])
+const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN'])
 // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P shutdown, 57014 statement timeout.
 const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014)/
 // node-postgres raises these without a code: no connection within the deadline, no answer within the
@@ -7,7 +7,7 @@ const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014)/
 const POSTGRES_NO_CONNECTION = /^timeout exceeded when trying to connect/
 const POSTGRES_CONNECTION_LOST = /^(Query read timeout|Connection terminated|Client has encountered a connection error)/
 // The connection is gone too after these codes: 08 and 57P from the server, E... from the socket.
-const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z]+$/
+const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z_]+$/
 
 /** True for an error that says the store cannot answer now (full, locked, down), not that the request is wrong. */
 export function isStoreUnavailable (error: unknown): boolean {

@@ -84,7 +84,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
 
     await proxy.restore()
     assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
-    await sleep(REPORT_MS * 2.5)
+    await sleep(REPORT_MS * 3.5)
     // 44 answers of 503, logged as: the first of each kind with its cause, counts, recoveries.
     const outage = logLines.filter((line) => line.kind !== undefined)
     const firsts = outage.filter((line) => line.level === 50)

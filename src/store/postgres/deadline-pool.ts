@@ -42,6 +42,12 @@ function clientWithDeadlines (client: PoolClient, begin: string): PostgresPoolCl
         return await client.query(sql === 'begin' ? begin : sql, parameters as unknown[])
       } catch (error) {
         lost ||= isPostgresConnectionLost(error)
+        // Likewise a rollback that fails (times out, say): the connection is destroyed on release,
+        // which rolls the transaction back, and the error that called for the rollback is the one thrown.
+        if (sql === 'rollback') {
+          lost = true
+          return EMPTY_RESULT
+        }
         throw error
       }
     },

@@ -6,6 +6,7 @@ import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
 
 const PG_INT8 = 20
+const CLIENT_MARGIN_MS = 250
 
 export interface PostgresStoreOptions {
   /** Connections this instance keeps at most. */
@@ -35,7 +36,9 @@ async function createPool (connectionString: string, poolSize: number, { connect
     max: poolSize,
     // A database that is down or frozen turns into a 503 within these, instead of a request that hangs.
     connectionTimeoutMillis: connectMs,
-    query_timeout: statementMs,
+    // The client waits a little longer than the server's statement_timeout, so that inside a
+    // transaction the server ends a statement first and the connection stays usable.
+    query_timeout: statementMs + CLIENT_MARGIN_MS,
     // int8 (ids, categoryId) as BigInt, exact; pg's default is a string.
     types: { getTypeParser: (oid: number, format?: string) => oid === PG_INT8 ? BigInt : pg.types.getTypeParser(oid, format as 'text') }
   })
