@@ -150,7 +150,7 @@ export interface components {
             categoryId: number;
             /**
              * Format: pet-name
-             * @description The animal's name: 1 to 100 characters once whitespace at both ends is trimmed; stored as sent
+             * @description The animal's name: 1 to 100 characters (code points) once whitespace at both ends is trimmed, without U+0000; stored as sent
              * @example Rex
              */
             name: string;

@@ -20,7 +20,13 @@ const REX = { id: 42, name: 'Rex', categoryId: 3, status: 'available' }
 export const NewPet = Type.Object({
   name: Type.String({
     format: 'pet-name',
-    description: "The animal's name: 1 to 100 characters once whitespace at both ends is trimmed; stored as sent",
+    // What standard keywords can say of the rule, for validators that do not know the format: not
+    // empty, one character that is not whitespace, no U+0000. (A lookahead: `[^\0]*\S[^\0]*` would
+    // backtrack quadratically on a long name ending in U+0000.) The length once trimmed cannot be said.
+    minLength: 1,
+    pattern: '^(?=[\\s\\S]*\\S)[^\\u0000]*$',
+    description: "The animal's name: 1 to 100 characters (code points) once whitespace at both ends is trimmed, " +
+      'without U+0000; stored as sent',
     examples: ['Rex']
   }),
   categoryId: CategoryId,

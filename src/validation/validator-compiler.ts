@@ -22,12 +22,17 @@ export function createValidatorCompiler (formats: Record<string, StringFormat>):
   }
 }
 
-/** The validator, with Ajv's "must match format" messages replaced by the format's rule. */
+/**
+ * The validator, with the messages of a field that has a custom format (its "must match format", and
+ * those of the standard keywords that say part of the same rule, such as `pattern`) replaced by the
+ * format's rule.
+ */
 function withFormatRules (validate: ValidateFunction, formats: Record<string, StringFormat>) {
   const withRules = (data: unknown): boolean => {
     const valid = validate(data)
     withRules.errors = valid ? undefined : validate.errors?.map((error) => {
-      const rule = error.keyword === 'format' ? formats[error.params.format as string]?.rule : undefined
+      const format = (error.parentSchema as { format?: unknown } | undefined)?.format
+      const rule = typeof format === 'string' ? formats[format]?.rule : undefined
       return rule === undefined ? error : { ...error, message: rule }
     })
     return valid
@@ -40,7 +45,8 @@ function createAjv (fromString: boolean, formats: Record<string, StringFormat>):
   // No check of each schema against JSON Schema's meta-schema: that compiled the meta-schema in every
   // Ajv instance, a fifth of the start-up. The schemas are fixed in the code, and the tests check them
   // (test/validation/schemas.test.ts); strict mode still refuses any unknown keyword at compile time.
-  const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: true, validateSchema: false })
+  // verbose: errors name their schema, whose format (if any) gives the message (see withFormatRules).
+  const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: true, validateSchema: false, verbose: true })
   ajv.addKeyword(exactIntegerKeyword(fromString))
   for (const [name, { validate }] of Object.entries(formats)) ajv.addFormat(name, { type: 'string', validate })
   ajv.addVocabulary(['example', 'x-stability'])
