@@ -13,11 +13,18 @@ test('a locked SQLite store answers 503 with the Error body, and writes resume o
   defer(t, () => other.close())
   other.exec('begin exclusive') // another process holding the write lock past busy_timeout
 
-  const blocked = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Blocked', categoryId: 1 } })
-  assert.equal(blocked.statusCode, 503)
-  assert.equal(errorOf(blocked).code, 'service_unavailable')
-  assert.equal(blocked.headers['retry-after'], '1')
-  assert.doesNotMatch(blocked.body, /SQLITE|busy|locked/i)
+  const writes = [
+    { method: 'POST' as const, url: '/v1/pets', headers: testApp.auth, payload: { name: 'Blocked', categoryId: 1 } },
+    { method: 'POST' as const, url: '/v1/pets', headers: { ...testApp.auth, 'idempotency-key': 'locked' }, payload: { name: 'Blocked', categoryId: 1 } },
+    { method: 'POST' as const, url: '/v1/store/orders', headers: testApp.auth, payload: { petId: 1 } }
+  ]
+  for (const request of writes) {
+    const blocked = await testApp.app.inject(request)
+    assert.equal(blocked.statusCode, 503, `${request.url}: ${blocked.body}`)
+    assert.equal(errorOf(blocked).code, 'service_unavailable')
+    assert.equal(blocked.headers['retry-after'], '1')
+    assert.doesNotMatch(blocked.body, /SQLITE|busy|locked/i)
+  }
 
   other.exec('commit')
   const resumed = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'After', categoryId: 1 } })
