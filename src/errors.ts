@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { responseHeaders, type HeaderName } from './plugins/openapi-headers.js'
+import { responseHeaders, type HeaderName } from './openapi/response-headers.js'
 
 /**
  * Every value `Error.code` can take, with the HTTP status it comes with and when; the OpenAPI document
@@ -85,6 +85,7 @@ const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
   415: { description: ERROR_CATALOG.unsupported_media_type.meaning, code: 'unsupported_media_type', example: 'Request body must be application/json in UTF-8' },
   422: { description: ERROR_CATALOG.idempotency_key_reused.meaning, code: 'idempotency_key_reused', example: 'This Idempotency-Key was used with a different request body' },
   429: { description: ERROR_CATALOG.rate_limited.meaning, code: 'rate_limited', example: 'Rate limit of 600 requests per minute exceeded; retry in 30 s', headers: ['Retry-After'] },
+  500: { description: ERROR_CATALOG.internal_error.meaning, code: 'internal_error', example: 'Internal error' },
   503: { description: ERROR_CATALOG.service_unavailable.meaning, code: 'service_unavailable', example: 'The store is unavailable; retry later', headers: ['Retry-After'] }
 }
 

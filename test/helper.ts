@@ -17,6 +17,7 @@ import type { Db } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore, storeOptionsFrom, type StoreOptions } from '../src/store/open-store.js'
 import type { Store } from '../src/store/store.js'
+import { checkContract } from './contract.js'
 
 const cleanups = new WeakMap<TestContext, Array<() => unknown>>()
 
@@ -26,7 +27,12 @@ export function defer (t: TestContext, fn: () => unknown): void {
   if (stack === undefined) {
     const created: Array<() => unknown> = []
     cleanups.set(t, created)
-    t.after(async () => { for (const cleanup of created.reverse()) await cleanup() })
+    // Every cleanup runs even when one fails (a failed check must not leave a store open), then the first failure is thrown.
+    t.after(async () => {
+      const failures: unknown[] = []
+      for (const cleanup of created.reverse()) await Promise.resolve().then(cleanup).catch((error: unknown) => failures.push(error))
+      if (failures.length > 0) throw failures[0]
+    })
     stack = created
   }
   stack.push(fn)
@@ -113,7 +119,10 @@ interface BuildOptions {
   limits?: Partial<Limits>
 }
 
-/** The real app on a real, migrated store of its own, with one valid key; closed when the test ends. */
+/**
+ * The real app on a real, migrated store of its own, with one valid key; closed when the test ends,
+ * after checking every answer it gave against its OpenAPI document (see checkContract).
+ */
 export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits }: BuildOptions = {}): Promise<TestApp> {
   const databaseUrl = await (kind ?? SQLITE).databaseUrl(t)
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
@@ -121,6 +130,7 @@ export async function build (t: TestContext, { store: kind, env, clock, verifier
   await migrateToLatest(store.db)
   const app = await buildApp({ config, store, clock, verifierOptions, limits })
   defer(t, () => app.close())
+  checkContract(t, app, (check) => { defer(t, check) })
   const { key } = await createKey(store.db)
   return { app, store, db: store.db, config, auth: { authorization: `Bearer ${key}` } }
 }

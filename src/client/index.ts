@@ -2,9 +2,11 @@
  * A typed client for the Pet Store API: openapi-fetch over the types generated from the served OpenAPI
  * document (./schema.ts). Import it as `petstore/client`.
  *
- * Ids and categoryIds are int64 on the wire and `number` here, as `JSON.parse` reads them: exact up to
- * 2^53 - 1. Clients that need the full int64 range should parse the raw body with a lossless parser.
+ * Ids, categoryIds and petIds are int64 on the wire. By default they are `number`, as `JSON.parse`
+ * reads them: exact up to 2^53 - 1. With `int64: 'bigint'` they are read and written as `bigint`,
+ * exact over the whole range.
  */
+import { parse as parseExact, parseNumberAndBigInt, stringify as stringifyExact } from 'lossless-json'
 import createFetchClient, { type Client } from 'openapi-fetch'
 import type { components, paths } from './schema.js'
 
@@ -24,6 +26,17 @@ export type NewOrder = Schemas['NewOrder']
 export type OrderStatus = Schemas['OrderStatus']
 export type PetStoreClient = Client<paths>
 
+/** `T` with its numbers as bigint: every number in the API's resources (Pet, Order) is an int64. */
+type BigIntNumbers<T> = T extends number ? bigint : T extends object ? { [K in keyof T]: BigIntNumbers<T[K]> } : T
+/** `T` with its numbers as number or bigint, for what the client sends. */
+type BigIntOrNumbers<T> = T extends number ? number | bigint : T extends object ? { [K in keyof T]: BigIntOrNumbers<T[K]> } : T
+type ExactResponses<R> = { [Status in keyof R]: Status extends 200 | 201 ? BigIntNumbers<R[Status]> : R[Status] }
+type ExactOperation<O> = { [K in keyof O]: K extends 'responses' ? ExactResponses<O[K]> : K extends 'requestBody' | 'parameters' ? BigIntOrNumbers<O[K]> : O[K] }
+/** The API's paths with the resources' int64 fields as bigint (responses) or number | bigint (parameters and request bodies). */
+export type ExactPaths = { [P in keyof paths]: { [M in keyof paths[P]]: ExactOperation<paths[P][M]> } }
+/** The client with `int64: 'bigint'`. */
+export type ExactPetStoreClient = Client<ExactPaths>
+
 export interface PetStoreClientOptions {
   /** The server URL, ending in /v1: one of the OpenAPI document's `servers`, e.g. `http://localhost:8080/v1`. */
   baseUrl: string
@@ -31,6 +44,11 @@ export interface PetStoreClientOptions {
   apiKey: string
   /** Another fetch, e.g. one with a proxy or a timeout. */
   fetch?: (request: Request) => Promise<Response>
+  /**
+   * How int64 fields are read: `number` (the default; exact up to 2^53 - 1) or `bigint` (exact over the
+   * whole int64 range: bodies are parsed and written with a lossless JSON parser).
+   */
+  int64?: 'number' | 'bigint'
 }
 
 /**
@@ -41,12 +59,36 @@ export interface PetStoreClientOptions {
  * const client = createClient({ baseUrl: 'http://localhost:8080/v1', apiKey: process.env.API_KEY! })
  * const { data: pet, error } = await client.POST('/pets', { body: { name: 'Rex', categoryId: 3 } })
  */
-export function createClient ({ baseUrl, apiKey, fetch }: PetStoreClientOptions): PetStoreClient {
-  return createFetchClient<paths>({
+export function createClient (options: PetStoreClientOptions & { int64: 'bigint' }): ExactPetStoreClient
+export function createClient (options: PetStoreClientOptions): PetStoreClient
+export function createClient ({ baseUrl, apiKey, fetch, int64 = 'number' }: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient {
+  const client = createFetchClient<paths>({
     baseUrl,
     headers: { authorization: `Bearer ${apiKey}` },
-    ...(fetch === undefined ? {} : { fetch })
+    ...(fetch === undefined ? {} : { fetch }),
+    ...(int64 === 'bigint' ? { bodySerializer: (body: unknown) => stringifyExact(body) } : {})
   })
+  return int64 === 'bigint' ? readingExactly(client) : client
+}
+
+const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const
+type Call = (url: string, init?: Record<string, unknown>) => Promise<{ data?: unknown }>
+
+/**
+ * The client, with each call's success body read as text and parsed losslessly: integers become
+ * bigint (openapi-fetch parses with JSON.parse, which rounds them past 2^53).
+ */
+function readingExactly (client: PetStoreClient): ExactPetStoreClient {
+  const exact: Record<string, unknown> = { ...client }
+  for (const method of METHODS) {
+    const call = client[method] as unknown as Call
+    exact[method] = async (url: string, init: Record<string, unknown> = {}) => {
+      const result = await call(url, { ...init, parseAs: 'text' })
+      return typeof result.data === 'string' ? { ...result, data: parseExact(result.data, null, parseNumberAndBigInt) } : result
+    }
+  }
+  exact.request = (method: string, url: string, init?: Record<string, unknown>) => (exact[method.toUpperCase()] as Call)(url, init)
+  return exact as unknown as ExactPetStoreClient
 }
 
 /** The cursor of the next page from a list response's `Link: rel="next"` header, or undefined on the last page. */

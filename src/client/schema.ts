@@ -24,7 +24,13 @@ export interface paths {
         post: operations["createPet"];
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * List animals (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         */
+        head: operations["listPets-head"];
         patch?: never;
         trace?: never;
     };
@@ -45,7 +51,14 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets) (headers only)
+         * @deprecated
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.
+         */
+        head: operations["getPet-head"];
         patch?: never;
         trace?: never;
     };
@@ -69,7 +82,13 @@ export interface paths {
         post: operations["createOrder"];
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * List orders (experimental) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         */
+        head: operations["listOrders-head"];
         patch?: never;
         trace?: never;
     };
@@ -89,7 +108,13 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Fetch one order (experimental) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     The order with this id, in its current status.
+         */
+        head: operations["getOrder-head"];
         /**
          * Move an order to another status (experimental)
          * @description Allowed moves: `placed` → `approved`; `approved` → `delivered` (the animal becomes `sold`); `placed` → `cancelled` (the animal becomes `available`); `approved` → `cancelled` (the animal becomes `available`). Any other move answers 409 `invalid_transition` and changes nothing.
@@ -239,10 +264,239 @@ export interface components {
          */
         PetStatus: "available" | "pending" | "sold";
     };
-    responses: never;
-    parameters: never;
+    responses: {
+        /** @description The request is malformed or holds invalid values */
+        BadRequest: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "validation_failed",
+                 *       "message": "querystring.limit must be an integer from 1 to 100",
+                 *       "status": 400
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A request with the same `Idempotency-Key` is still being processed */
+        Conflict: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "idempotency_key_in_use",
+                 *       "message": "A request with this Idempotency-Key is still being processed; retry later",
+                 *       "status": 409
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body is larger than 16 KiB */
+        ContentTooLarge: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "payload_too_large",
+                 *       "message": "Request body is too large",
+                 *       "status": 413
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A fault in the service; it is logged with the request id */
+        InternalError: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "internal_error",
+                 *       "message": "Internal error",
+                 *       "status": 500
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+        MethodNotAllowed: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "method_not_allowed",
+                 *       "message": "PUT is not allowed here; use GET, HEAD, POST",
+                 *       "status": 405
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not found */
+        NotFound: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "No order with id 7",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+        ServiceUnavailable: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "service_unavailable",
+                 *       "message": "The store is unavailable; retry later",
+                 *       "status": 503
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Too many requests; retry after `Retry-After` seconds */
+        TooManyRequests: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "rate_limited",
+                 *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
+                 *       "status": 429
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Missing or invalid API key */
+        Unauthorized: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "unauthorized",
+                 *       "message": "The API key is invalid or revoked",
+                 *       "status": 401
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The `Idempotency-Key` was used before with a different body */
+        UnprocessableContent: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "This Idempotency-Key was used with a different request body",
+                 *       "status": 422
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body is not `application/json` in UTF-8 */
+        UnsupportedMediaType: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "unsupported_media_type",
+                 *       "message": "Request body must be application/json in UTF-8",
+                 *       "status": 415
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+        Cursor: string;
+        /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
+        IdempotencyKey: string;
+        /**
+         * @description Id of the order
+         * @example 7
+         */
+        OrderId: number;
+        /** @description Maximum number of orders to return */
+        OrdersLimit: number;
+        /** @description Returns only orders with this status */
+        OrdersStatus: components["schemas"]["OrderStatus"];
+        /**
+         * @description Id of the animal to retrieve
+         * @example 42
+         */
+        PetId: number;
+        /** @description Maximum number of animals to return */
+        PetsLimit: number;
+        /** @description Returns only animals with this status */
+        PetsStatus: components["schemas"]["PetStatus"];
+    };
     requestBodies: never;
     headers: {
+        /** @description The methods this path serves */
+        Allow: string;
         /** @description RFC 9745: when the operation was deprecated, as `@` and Unix seconds */
         Deprecation: string;
         /** @description Present on the stored answer to a retry with the same `Idempotency-Key` */
@@ -270,11 +524,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Opaque position from the `Link: rel="next"` header of the previous page */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
                 /** @description Maximum number of animals to return */
-                limit?: number;
+                limit?: components["parameters"]["PetsLimit"];
                 /** @description Returns only animals with this status */
-                status?: components["schemas"]["PetStatus"];
+                status?: components["parameters"]["PetsStatus"];
             };
             header?: never;
             path?: never;
@@ -310,81 +564,12 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"][];
                 };
             };
-            /** @description The request is malformed or holds invalid values */
-            400: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "validation_failed",
-                     *       "message": "querystring.limit must be an integer from 1 to 100",
-                     *       "status": 400
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid API key */
-            401: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unauthorized",
-                     *       "message": "The API key is invalid or revoked",
-                     *       "status": 401
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Too many requests; retry after `Retry-After` seconds */
-            429: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "rate_limited",
-                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
-                     *       "status": 429
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
-            503: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "service_unavailable",
-                     *       "message": "The store is unavailable; retry later",
-                     *       "status": 503
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createPet: {
@@ -392,7 +577,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
-                "idempotency-key"?: string;
+                "idempotency-key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -443,6 +628,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listPets-head": {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of animals to return */
+                limit?: components["parameters"]["PetsLimit"];
+                /** @description Returns only animals with this status */
+                status?: components["parameters"]["PetsStatus"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of animals */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -451,89 +682,17 @@ export interface operations {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unauthorized",
-                     *       "message": "The API key is invalid or revoked",
-                     *       "status": 401
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
-            /** @description A request with the same `Idempotency-Key` is still being processed */
-            409: {
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
                 headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "idempotency_key_in_use",
-                     *       "message": "A request with this Idempotency-Key is still being processed; retry later",
-                     *       "status": 409
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is larger than 16 KiB */
-            413: {
-                headers: {
+                    Allow: components["headers"]["Allow"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "payload_too_large",
-                     *       "message": "Request body is too large",
-                     *       "status": 413
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is not `application/json` in UTF-8 */
-            415: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unsupported_media_type",
-                     *       "message": "Request body must be application/json in UTF-8",
-                     *       "status": 415
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The `Idempotency-Key` was used before with a different body */
-            422: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "idempotency_key_reused",
-                     *       "message": "This Idempotency-Key was used with a different request body",
-                     *       "status": 422
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
@@ -543,16 +702,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "rate_limited",
-                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
-                     *       "status": 429
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
                 };
+                content?: never;
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
@@ -562,16 +721,7 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "service_unavailable",
-                     *       "message": "The store is unavailable; retry later",
-                     *       "status": 503
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
         };
     };
@@ -584,7 +734,7 @@ export interface operations {
                  * @description Id of the animal to retrieve
                  * @example 42
                  */
-                petId: number;
+                petId: components["parameters"]["PetId"];
             };
             cookie?: never;
         };
@@ -676,6 +826,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -693,6 +865,27 @@ export interface operations {
                      *       "code": "rate_limited",
                      *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
                      *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "Internal error",
+                     *       "status": 500
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -722,15 +915,132 @@ export interface operations {
             };
         };
     };
+    "getPet-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the animal to retrieve
+                 * @example 42
+                 */
+                petId: components["parameters"]["PetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The animal */
+            200: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     listOrders: {
         parameters: {
             query?: {
                 /** @description Opaque position from the `Link: rel="next"` header of the previous page */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
                 /** @description Maximum number of orders to return */
-                limit?: number;
+                limit?: components["parameters"]["OrdersLimit"];
                 /** @description Returns only orders with this status */
-                status?: components["schemas"]["OrderStatus"];
+                status?: components["parameters"]["OrdersStatus"];
             };
             header?: never;
             path?: never;
@@ -761,81 +1071,12 @@ export interface operations {
                     "application/json": components["schemas"]["Order"][];
                 };
             };
-            /** @description The request is malformed or holds invalid values */
-            400: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "validation_failed",
-                     *       "message": "querystring.limit must be an integer from 1 to 100",
-                     *       "status": 400
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid API key */
-            401: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unauthorized",
-                     *       "message": "The API key is invalid or revoked",
-                     *       "status": 401
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Too many requests; retry after `Retry-After` seconds */
-            429: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "rate_limited",
-                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
-                     *       "status": 429
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
-            503: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "service_unavailable",
-                     *       "message": "The store is unavailable; retry later",
-                     *       "status": 503
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createOrder: {
@@ -896,25 +1137,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid API key */
-            401: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unauthorized",
-                     *       "message": "The API key is invalid or revoked",
-                     *       "status": 401
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
             /** @description The pet is not available */
             409: {
                 headers: {
@@ -933,42 +1157,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body is larger than 16 KiB */
-            413: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "payload_too_large",
-                     *       "message": "Request body is too large",
-                     *       "status": 413
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is not `application/json` in UTF-8 */
-            415: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unsupported_media_type",
-                     *       "message": "Request body must be application/json in UTF-8",
-                     *       "status": 415
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description No pet has this petId */
             422: {
                 headers: {
@@ -987,6 +1177,66 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listOrders-head": {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of orders to return */
+                limit?: components["parameters"]["OrdersLimit"];
+                /** @description Returns only orders with this status */
+                status?: components["parameters"]["OrdersStatus"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -995,16 +1245,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "rate_limited",
-                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
-                     *       "status": 429
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
                 };
+                content?: never;
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
@@ -1014,16 +1264,7 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "service_unavailable",
-                     *       "message": "The store is unavailable; retry later",
-                     *       "status": 503
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
         };
     };
@@ -1036,7 +1277,7 @@ export interface operations {
                  * @description Id of the order
                  * @example 7
                  */
-                orderId: number;
+                orderId: components["parameters"]["OrderId"];
             };
             cookie?: never;
         };
@@ -1080,6 +1321,65 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD, PATCH",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getOrder-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the order
+                 * @example 7
+                 */
+                orderId: components["parameters"]["OrderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -1088,16 +1388,7 @@ export interface operations {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unauthorized",
-                     *       "message": "The API key is invalid or revoked",
-                     *       "status": 401
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
             /** @description Not found */
             404: {
@@ -1106,16 +1397,17 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "not_found",
-                     *       "message": "No order with id 7",
-                     *       "status": 404
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
                 };
+                content?: never;
             };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
@@ -1125,16 +1417,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "rate_limited",
-                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
-                     *       "status": 429
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
                 };
+                content?: never;
             };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
@@ -1144,16 +1436,7 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "service_unavailable",
-                     *       "message": "The store is unavailable; retry later",
-                     *       "status": 503
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
+                content?: never;
             };
         };
     };
@@ -1166,7 +1449,7 @@ export interface operations {
                  * @description Id of the order
                  * @example 7
                  */
-                orderId: number;
+                orderId: components["parameters"]["OrderId"];
             };
             cookie?: never;
         };
@@ -1217,28 +1500,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid API key */
-            401: {
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
                 headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unauthorized",
-                     *       "message": "The API key is invalid or revoked",
-                     *       "status": 401
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
+                    Allow: components["headers"]["Allow"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1246,9 +1513,9 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "code": "not_found",
-                     *       "message": "No order with id 7",
-                     *       "status": 404
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD, PATCH",
+                     *       "status": 405
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1272,80 +1539,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body is larger than 16 KiB */
-            413: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "payload_too_large",
-                     *       "message": "Request body is too large",
-                     *       "status": 413
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is not `application/json` in UTF-8 */
-            415: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "unsupported_media_type",
-                     *       "message": "Request body must be application/json in UTF-8",
-                     *       "status": 415
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Too many requests; retry after `Retry-After` seconds */
-            429: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "rate_limited",
-                     *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
-                     *       "status": 429
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
-            503: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "service_unavailable",
-                     *       "message": "The store is unavailable; retry later",
-                     *       "status": 503
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -5,7 +5,7 @@ import { ApiError, errorExample, errorResponses } from '../errors.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT, PAGE_LIMIT_INVALID } from '../pagination/page-query.js'
-import { responseHeaders } from '../plugins/openapi-headers.js'
+import { responseHeaders } from '../openapi/response-headers.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import { findOrderById, findOrderPage, moveOrder, placeOrder } from './order.repository.js'
 import { ListOrdersQuery, NewOrder, Order, OrderIdParams, OrderList, OrderStatusChange, type OrderStatus } from './order.schemas.js'
@@ -40,7 +40,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       body: NewOrder,
       response: {
         201: { ...Order, description: 'The order, `placed`; `Location` gives its URL', headers: responseHeaders('Location') },
-        ...errorResponses(PET_ID_INVALID, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 503)
+        ...errorResponses(PET_ID_INVALID, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
@@ -59,7 +59,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       summary: 'List orders (experimental)',
       description: 'Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       querystring: ListOrdersQuery,
-      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 503) }
+      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -78,7 +78,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       summary: 'Fetch one order (experimental)',
       description: 'The order with this id, in its current status.',
       params: OrderIdParams,
-      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, 429, 503) }
+      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, 429, 500, 503) }
     }
   }, async (request) => {
     const { orderId } = request.params
@@ -99,7 +99,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       body: OrderStatusChange,
       response: {
         200: { ...Order, description: 'The order in its new status' },
-        ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, INVALID_TRANSITION, 413, 415, 429, 503)
+        ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, INVALID_TRANSITION, 413, 415, 429, 500, 503)
       }
     }
   }, async (request) => {

@@ -6,7 +6,7 @@ import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT, PAGE_LIMIT_INVALID } from '../pagination/page-query.js'
 import { deprecationHeaders } from '../plugins/deprecation.js'
-import { responseHeaders } from '../plugins/openapi-headers.js'
+import { responseHeaders } from '../openapi/response-headers.js'
 import type { PetPage, PetStore } from '../store/pet-store.js'
 import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
 
@@ -34,7 +34,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       description: 'Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       tags: ['pets'],
       querystring: ListPetsQuery,
-      response: { 200: { ...PetList, description: 'A page of animals', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 503) }
+      response: { 200: { ...PetList, description: 'A page of animals', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -61,7 +61,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       body: NewPet,
       response: {
         201: { ...Pet, description: 'The animal as stored; `Location` gives its URL', headers: responseHeaders('Location', 'Idempotent-Replayed') },
-        ...errorResponses(400, 401, 409, 413, 415, 422, 429, 503)
+        ...errorResponses(400, 401, 409, 413, 415, 422, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
@@ -97,7 +97,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,
-      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'params.petId must be an integer from 1 to 9223372036854775807'), 401, 404, 429, 503) }
+      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'params.petId must be an integer from 1 to 9223372036854775807'), 401, 404, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { petId } = request.params

@@ -21,11 +21,23 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
   "style-src 'self' 'unsafe-inline'"
 ].join('; ')
 
+/**
+ * Swagger UI reads the document the README names, /v1/openapi.json, instead of the plugin's copy at
+ * /docs/json, whose URL its initializer hard-codes: this script runs after that one and before the page
+ * loads, and wraps the renderer the initializer calls. The path is relative, so it holds behind a prefix.
+ */
+const READ_SERVED_DOCUMENT = `const render = window.SwaggerUIBundle
+window.SwaggerUIBundle = Object.assign(function (config) {
+  const page = window.location.href.split('#')[0].replace(/\\/?$/, '/')
+  return render(Object.assign({}, config, { url: new URL('../v1/openapi.json', page).href }))
+}, render)
+`
+
 export default fp(async (app) => {
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: DOCS_CONTENT_SECURITY_POLICY,
-    theme: { title: 'Pet Store API reference' },
+    theme: { title: 'Pet Store API reference', js: [{ filename: 'served-document.js', content: READ_SERVED_DOCUMENT }] },
     uiConfig: {
       // No top bar: it would offer to explore other documents.
       layout: 'BaseLayout',

@@ -27,7 +27,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   503: 'service_unavailable'
 }
 
-const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+export const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 /** Maps any error (ours, Fastify's, the store's or an unexpected one) to the one the client sees. */
 export function toApiError (error: FastifyError | Error): ApiError {
@@ -77,17 +77,25 @@ function outageKind ({ message, cause }: ApiError): string {
 
 /**
  * 405 with `Allow` when the path exists for other methods only, else 404 (also when a route of this
- * method found nothing, as the static files of /docs do).
+ * method found nothing, as the static files of /docs do). The error handler's preParsing hook gives
+ * this answer before the body is read; Fastify needs it as the not-found route's handler too.
  */
 export async function answerNotFound (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  throw notFoundError(request)
+}
+
+function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?', 1)[0] ?? '/'
   const allowed = ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
-  if (allowed.length > 0 && !allowed.includes(request.method)) {
-    throw new ApiError(405, 'method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`, {
-      headers: { allow: allowed.join(', ') }
-    })
-  }
-  throw new ApiError(404, 'not_found', 'No resource at this path')
+  if (allowed.length > 0 && !allowed.includes(request.method)) return methodNotAllowed(request.method, allowed)
+  return new ApiError(404, 'not_found', 'No resource at this path')
+}
+
+/** The 405 answer to `method` on a path that serves only the `allowed` methods (in ROUTE_METHODS order). */
+export function methodNotAllowed (method: string, allowed: string[]): ApiError {
+  return new ApiError(405, 'method_not_allowed', `${method} is not allowed here; use ${allowed.join(', ')}`, {
+    headers: { allow: allowed.join(', ') }
+  })
 }
 
 /**
@@ -112,4 +120,10 @@ export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) =
   app.addHook('onClose', async () => { outageLog.close() })
   app.setErrorHandler(sendError)
   app.setNotFoundHandler(answerNotFound)
+  // A path or method the API does not serve is answered before the body is read: the 404 or 405
+  // holds whatever the body is, so a body too large, of another type or malformed cannot answer first.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (request.is404) done(notFoundError(request))
+    else done(null, payload)
+  })
 }, { name: 'error-handler' })

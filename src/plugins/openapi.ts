@@ -2,8 +2,11 @@ import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ERROR_CATALOG } from '../errors.js'
-import { namedSchemaComponents, referenceNamed } from './openapi-components.js'
-import { declareHeaders, HEADER_COMPONENTS } from './openapi-headers.js'
+import { boundInt64, stringifyDocument } from '../openapi/int64-bounds.js'
+import { namedSchemaComponents, referenceNamed } from '../openapi/named-schemas.js'
+import { declareMethodNotAllowed, describeHeadOperations } from '../openapi/other-methods.js'
+import { declareHeaders, GENERAL_HEADERS, HEADER_COMPONENTS } from '../openapi/response-headers.js'
+import { shareErrorResponses, shareParameters } from '../openapi/shared-components.js'
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -22,6 +25,13 @@ Every error has the \`Error\` body \`{code, message, status}\`, where \`status\`
 | code | status | when |
 |---|---|---|
 ${Object.entries(ERROR_CATALOG).map(([code, { status, meaning }]) => `| \`${code}\` | ${status} | ${meaning} |`).join('\n')}
+
+Besides the headers each response declares, every answer carries these security headers, and every
+authenticated one \`Cache-Control: no-store\`:
+
+| header | value |
+|---|---|
+${Object.entries(GENERAL_HEADERS).filter(([name]) => name !== 'cache-control').map(([name, value]) => `| \`${name}\` | \`${value}\` |`).join('\n')}
 `
 
 /** The OpenAPI servers: production (or this host when PUBLIC_BASE_URL is unset) and staging, each ending in /v1. */
@@ -58,16 +68,28 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     },
     // Paths are relative to the servers, which end in /v1 whatever prefix PUBLIC_BASE_URL has.
     stripBasePath: false,
+    exposeHeadRoutes: true,
     transform: ({ schema, url }) => ({ schema, url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url }),
     // The named schemas go in last: @fastify/swagger would drop what a component says beside a $ref.
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: { paths?: unknown, components?: { schemas?: object } } }).openapiObject
-      const components = { ...document.components, schemas: { ...document.components?.schemas, ...namedSchemaComponents() }, headers: HEADER_COMPONENTS }
-      const paths = referenceNamed(document.paths) as Parameters<typeof declareHeaders>[0]
+      const paths = boundInt64(referenceNamed(document.paths)) as Parameters<typeof declareHeaders>[0]
+      declareMethodNotAllowed(paths)
+      describeHeadOperations(paths)
       declareHeaders(paths)
+      const components = {
+        ...document.components,
+        schemas: boundInt64({ ...document.components?.schemas, ...namedSchemaComponents() }),
+        responses: shareErrorResponses(paths),
+        parameters: shareParameters(paths),
+        headers: HEADER_COMPONENTS
+      }
       return { ...document, components, paths } as ReturnType<SwaggerTransformObject>
     }
   })
 
-  app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger())
+  app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async (_request, reply) => {
+    reply.type('application/json; charset=utf-8')
+    return stringifyDocument(app.swagger())
+  })
 }, { name: 'openapi' })

@@ -24,6 +24,22 @@ forEachStore((store) => {
     }
   })
 
+  test('a 404 or 405 answers before the body is read: a body too large, of another charset or malformed does not answer first', async (t) => {
+    const testApp = await build(t, { store })
+    const bodies = [
+      { 'content-type': 'application/json', payload: '{"name": ' },
+      { 'content-type': 'application/json; charset=latin1', payload: '{}' },
+      { 'content-type': 'application/json', payload: `{"name": "${'x'.repeat(20_000)}"}` }
+    ]
+    for (const { payload, ...headers } of bodies) {
+      const notAllowed = await testApp.app.inject({ method: 'DELETE', url: '/v1/pets/1', headers: { ...testApp.auth, ...headers }, payload })
+      assert.equal(notAllowed.statusCode, 405, headers['content-type'])
+      assert.equal(notAllowed.headers.allow, 'GET, HEAD')
+      const notFound = await testApp.app.inject({ method: 'POST', url: '/v1/toys', headers: { ...testApp.auth, ...headers }, payload })
+      assert.equal(errorOf(notFound).code, 'not_found', headers['content-type'])
+    }
+  })
+
   test('a file the docs page does not have is a 404, not a 405 for the method its route allows', async (t) => {
     const testApp = await build(t, { store })
     for (const url of ['/docs/static/nope.js', '/docs/static/..%2f..%2fpackage.json']) {

@@ -3,8 +3,14 @@ import { test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { InjectOptions } from 'fastify'
 import { ERROR_CODES } from '../../src/errors.js'
-import { HEADER_COMPONENTS } from '../../src/plugins/openapi-headers.js'
+import { HEADER_COMPONENTS } from '../../src/openapi/response-headers.js'
 import { build } from '../helper.js'
+
+/** A document's node, with a `$ref` to one of its components followed. */
+function resolve (doc: any, node: any): any {
+  if (typeof node?.$ref !== 'string') return node
+  return node.$ref.slice(2).split('/').reduce((parent: any, key: string) => parent[key], doc)
+}
 
 test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async (t) => {
   const testApp = await build(t, { env: { PUBLIC_BASE_URL: 'https://pets.example.com/api/', STAGING_BASE_URL: 'https://staging.pets.example.com' } })
@@ -27,17 +33,18 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.equal(getPet.deprecated, true)
   assert.equal(doc.paths['/pets'].get.deprecated, undefined)
 
-  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '503'])
-  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '429', '503'])
-  assert.equal(doc.paths['/pets'].post.parameters.find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
-  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '404', '429', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '405', '409', '413', '415', '422', '429', '500', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '405', '429', '500', '503'])
+  assert.equal(doc.paths['/pets'].post.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
+  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '404', '405', '429', '500', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
   assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Error', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'])
   assert.deepEqual(doc.paths['/pets'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewPet' })
   assert.equal(doc.paths['/pets'].get.responses[200].content['application/json'].schema.items.$ref, '#/components/schemas/Pet')
-  assert.equal(doc.paths['/pets'].get.responses[401].content['application/json'].schema.$ref, '#/components/schemas/Error')
+  assert.deepEqual(doc.paths['/pets'].get.responses[401], { $ref: '#/components/responses/Unauthorized' })
+  assert.equal(doc.components.responses.Unauthorized.content['application/json'].schema.$ref, '#/components/schemas/Error')
   assert.doesNotMatch(JSON.stringify(doc.paths), /"title"/, 'no named schema is inlined')
-  assert.deepEqual(doc.paths['/pets'].get.parameters.find((p: { name: string }) => p.name === 'status').schema, { $ref: '#/components/schemas/PetStatus' })
+  assert.deepEqual(doc.paths['/pets'].get.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'status').schema, { $ref: '#/components/schemas/PetStatus' })
   assert.equal(doc.components.schemas.PetStatus.type, 'string')
   const newPet = doc.components.schemas.NewPet
   assert.deepEqual(newPet.required, ['name', 'categoryId'])
@@ -54,8 +61,12 @@ test('the document has an example for every request body and every response, and
     for (const [method, operation] of Object.entries<any>(item)) {
       const media = operation.requestBody?.content['application/json']
       if (media !== undefined) assert.ok(media.example ?? media.examples, `${method} ${path} request example`)
+      if (method === 'head') {
+        for (const response of Object.values(operation.responses)) assert.equal(resolve(doc, response).content, undefined, `${path} HEAD has no body`)
+        continue
+      }
       for (const [status, response] of Object.entries<any>(operation.responses)) {
-        const json = response.content['application/json']
+        const json = resolve(doc, response).content['application/json']
         assert.ok(json.example ?? json.examples, `${method} ${path} ${status} example`)
         if (Number(status) >= 400) assert.equal(json.example.status, Number(status))
         responses++
@@ -87,7 +98,7 @@ test('the headers an answer carries are declared on its response in the document
   const known = new Map(Object.keys(HEADER_COMPONENTS).map((name) => [name.toLowerCase(), name]))
   const check = async (path: string, method: string, request: InjectOptions) => {
     const response = await testApp.app.inject(request)
-    const declared = doc.paths[path][method].responses[response.statusCode]?.headers ?? {}
+    const declared = resolve(doc, doc.paths[path][method].responses[response.statusCode])?.headers ?? {}
     const sent = Object.keys(response.headers).flatMap((header) => known.get(header) ?? [])
     assert.ok(sent.length > 0, `${method} ${path} ${response.statusCode} sends some`)
     for (const name of sent) assert.deepEqual(declared[name], { $ref: `#/components/headers/${name}` }, `${method} ${path} ${response.statusCode}: ${name}`)
@@ -101,7 +112,7 @@ test('the headers an answer carries are declared on its response in the document
   assert.equal(await check('/pets', 'get', { url: '/v1/pets', headers: auth }), 429)
 })
 
-test('the documented 400 and 404 examples are the answers the server gives', async (t) => {
+test('the documented 400, 404 and 405 examples are the answers the server gives', async (t) => {
   const testApp = await build(t)
   const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
   const headers = testApp.auth
@@ -121,10 +132,12 @@ test('the documented 400 and 404 examples are the answers the server gives', asy
   let compared = 0
   for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
     for (const [method, operation] of Object.entries<any>(item)) {
-      for (const status of ['400', '404']) {
-        const documented = operation.responses[status]?.content['application/json'].example
+      if (method === 'head') continue
+      for (const status of ['400', '404', '405']) {
+        const documented = resolve(doc, operation.responses[status])?.content['application/json'].example
         if (documented === undefined) continue
-        const request = requests[`${method} ${path}`]?.[status]
+        // A 405 example names the method it answers.
+        const request = status === '405' ? { method: documented.message.split(' ')[0], url: `/v1${path.replace(/\{\w+\}/, '1')}` } : requests[`${method} ${path}`]?.[status]
         assert.ok(request !== undefined, `a request for ${method} ${path} ${status}`)
         const response = await testApp.app.inject({ ...request, headers })
         assert.deepEqual(response.json(), documented, `${method} ${path} ${status}`)
@@ -132,7 +145,7 @@ test('the documented 400 and 404 examples are the answers the server gives', asy
       }
     }
   }
-  assert.equal(compared, 10)
+  assert.equal(compared, 17)
 })
 
 test('a validator that does not know the pet-name format still refuses the names the server refuses, but for their length', async (t) => {
@@ -145,4 +158,32 @@ test('a validator that does not know the pet-name format still refuses the names
     assert.equal(refused.json().message, 'body.name must be 1 to 100 characters once whitespace at both ends is trimmed')
   }
   for (const name of ['Rex', ' Rex ', '🐕', 'x'.repeat(100)]) assert.equal(validate(name), true, name)
+})
+
+test('error responses and parameters are reusable components; HEAD is declared; int64 bounds are exact', async (t) => {
+  const testApp = await build(t)
+  const served = await testApp.app.inject({ url: '/v1/openapi.json' })
+  const doc = served.json()
+  assert.deepEqual(Object.keys(doc.components.responses).sort(), [
+    'BadRequest', 'Conflict', 'ContentTooLarge', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
+    'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType'
+  ])
+  const text = JSON.stringify(doc.paths)
+  for (const name of Object.keys(doc.components.responses)) assert.ok(text.includes(`"#/components/responses/${name}"`), `${name} is referenced`)
+  for (const name of Object.keys(doc.components.parameters)) assert.ok(text.includes(`"#/components/parameters/${name}"`), `${name} is referenced`)
+  assert.deepEqual(doc.paths['/store/orders/{orderId}'].patch.parameters, [{ $ref: '#/components/parameters/OrderId' }])
+  assert.deepEqual(resolve(doc, doc.components.responses.MethodNotAllowed.headers.Allow), doc.components.headers.Allow)
+
+  const head = doc.paths['/pets/{petId}'].head
+  assert.equal(head.operationId, 'getPet-head')
+  assert.equal(head.deprecated, true)
+  assert.deepEqual(Object.keys(head.responses).sort(), Object.keys(doc.paths['/pets/{petId}'].get.responses).sort())
+  const answer = await testApp.app.inject({ method: 'HEAD', url: '/v1/pets?limit=1', headers: testApp.auth })
+  assert.equal(answer.statusCode, 200)
+  assert.equal(answer.body, '')
+
+  // JSON.stringify would write 9223372036854776000, a bound past int64's.
+  assert.equal(doc.components.schemas.Pet.properties.id.format, 'int64')
+  assert.match(served.body, /"format":"int64","minimum":1,"description":"Unique identifier[^}]*"maximum":9223372036854775807\}/)
+  assert.doesNotMatch(served.body, /9223372036854776000/)
 })

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { CLIENT_TYPES_FILE, renderClientTypes } from '../../scripts/generate-client-types.js'
-import { nextCursor } from '../../src/client/index.js'
+import { createClient, nextCursor } from '../../src/client/index.js'
 import { build, clientFor, forEachStore } from '../helper.js'
 
 test('the client types match the served OpenAPI document (run `npm run client:generate` when this fails)', async () => {
@@ -43,6 +43,27 @@ forEachStore((store) => {
     const { data: fetched, response } = await client.GET('/pets/{petId}', { params: { path: { petId: created[1]!.id } } })
     assert.deepEqual(fetched, created[1])
     assert.ok(response.headers.get('sunset'))
+  })
+
+  test('with int64: bigint, the client reads and writes int64 fields exactly, past 2^53', async (t) => {
+    const testApp = await build(t, { store })
+    const origin = await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+    const client = createClient({ baseUrl: `${origin}/v1`, apiKey: testApp.auth.authorization.slice('Bearer '.length), int64: 'bigint' })
+    const largest = 9223372036854775807n
+    const { data: created } = await client.POST('/pets', { body: { name: 'Rex', categoryId: largest } })
+    const categoryId: bigint = created!.categoryId
+    assert.equal(categoryId, largest)
+    assert.equal(typeof created!.id, 'bigint')
+    const { data: fetched } = await client.GET('/pets/{petId}', { params: { path: { petId: created!.id } } })
+    assert.deepEqual(fetched, created)
+    const { data: listed } = await client.GET('/pets', { params: { query: { limit: 1 } } })
+    assert.deepEqual(listed, [created])
+    const { data: missing, error } = await client.GET('/pets/{petId}', { params: { path: { petId: largest } } })
+    assert.equal(missing, undefined)
+    assert.deepEqual(error, { code: 'not_found', message: `No pet with id ${largest}`, status: 404 })
+    // The default client rounds the same body to the nearest double.
+    const { data: rounded } = await (await clientFor(testApp)).GET('/pets/{petId}', { params: { path: { petId: Number(created!.id) } } })
+    assert.equal(rounded!.categoryId, 9223372036854775808)
   })
 
   test('the client returns the Error body for errors', async (t) => {

@@ -10,7 +10,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const noBrowser = !existsSync(CHROMIUM) && process.env.BROWSER_TEST_REQUIRED === undefined
 const SCREENSHOT = 'test-results/docs.png'
 
-test('a real browser renders /docs: the operations, getPet deprecated, orders experimental, offline', {
+test('a real browser renders /docs from /v1/openapi.json: the operations, the named schemas, getPet deprecated, orders experimental, offline', {
   skip: noBrowser ? `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false,
   timeout: 60_000
 }, async (t) => {
@@ -24,27 +24,33 @@ test('a real browser renders /docs: the operations, getPet deprecated, orders ex
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } })
   const problems: string[] = []
   const foreignRequests: string[] = []
+  const documentsRead: string[] = []
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
   page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
   page.on('request', (request) => {
     const url = request.url()
     if (!url.startsWith(origin) && !url.startsWith('data:')) foreignRequests.push(url)
+    if (/json$/.test(url)) documentsRead.push(url.slice(origin.length))
   })
 
   const response = await page.goto(`${origin}/docs`)
   assert.equal(response?.status(), 200)
   await page.locator('.opblock').first().waitFor({ timeout: 20_000 })
 
-  for (const operation of ['listPets', 'createPet', 'getPet']) {
-    assert.equal(await page.locator(`[id^="operations-pets-${operation}"]`).count(), 1, `${operation} is listed`)
+  assert.deepEqual(documentsRead, ['/v1/openapi.json'], 'the page reads the document the README names')
+  assert.match(await page.locator('.info .url').innerText(), /\/v1\/openapi\.json$/, 'and links it')
+  for (const operation of ['listPets', 'createPet', 'getPet', 'listPets-head', 'getPet-head']) {
+    assert.equal(await page.locator(`#operations-pets-${operation}`).count(), 1, `${operation} is listed`)
   }
-  const getPet = page.locator('[id^="operations-pets-getPet"]')
+  const getPet = page.locator('#operations-pets-getPet')
   assert.match(await getPet.getAttribute('class') ?? '', /opblock-deprecated/)
   assert.match(await getPet.innerText(), /removed on 5 December 2030/)
-  assert.equal(await page.locator('.opblock-deprecated').count(), 1, 'only getPet is deprecated')
+  assert.equal(await page.locator('.opblock-deprecated').count(), 2, 'only getPet (and its HEAD) is deprecated')
+  const schemas = await page.locator('section.models .json-schema-2020-12__title').allInnerTexts()
+  assert.deepEqual(schemas.sort(), ['Error', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'], 'the named schemas are shown')
   assert.equal(await page.locator('.btn.authorize').count(), 1, 'the bearer scheme offers Authorize')
   for (const operation of ['createOrder', 'listOrders', 'getOrder', 'updateOrderStatus']) {
-    const block = page.locator(`[id^="operations-store-${operation}"]`)
+    const block = page.locator(`#operations-store-${operation}`)
     assert.match(await block.innerText(), /\(experimental\)/, `${operation} is marked experimental`)
   }
   assert.match(await page.locator('#operations-tag-store').innerText(), /Experimental/)
@@ -54,6 +60,7 @@ test('a real browser renders /docs: the operations, getPet deprecated, orders ex
   await getPet.locator('.opblock-summary').click()
   await getPet.locator('.responses-table').first().waitFor()
   assert.match(await getPet.innerText(), /"name": "Rex"/)
+  assert.match(await getPet.innerText(), /Use GET \/pets \(listPets\) with the status filter instead/, 'its description names the replacement')
 
   mkdirSync('test-results', { recursive: true })
   await page.screenshot({ path: SCREENSHOT, fullPage: true })

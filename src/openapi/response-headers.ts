@@ -1,9 +1,10 @@
+import { SECURITY_HEADERS } from '../plugins/security-headers.js'
+
 /**
  * The response headers the API sends, as reusable components of the OpenAPI document: routes declare
  * the ones particular to a response in its schema's `headers` (@fastify/swagger puts them on the
  * response; Fastify's serializer ignores them), and `declareHeaders` adds those every response of a
- * kind carries. Each becomes a `$ref` to its component. The security headers sent on every answer
- * (README, "Security headers") are not declared: they say nothing about the operation.
+ * kind carries. Each becomes a `$ref` to its component. GENERAL_HEADERS are described once instead.
  */
 export const HEADER_COMPONENTS = {
   Location: { description: 'The URL of the resource created', schema: { type: 'string', format: 'uri-reference' } },
@@ -15,6 +16,7 @@ export const HEADER_COMPONENTS = {
   Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@` and Unix seconds', schema: { type: 'string', examples: ['@1795305600'] } },
   Sunset: { description: 'RFC 8594: when the operation will be removed (HTTP date)', schema: { type: 'string', examples: ['Thu, 05 Dec 2030 00:00:00 GMT'] } },
   'WWW-Authenticate': { description: 'The scheme to authenticate with (RFC 6750)', schema: { type: 'string', examples: ['Bearer realm="petstore", error="invalid_token"'] } },
+  Allow: { description: 'The methods this path serves', schema: { type: 'string', examples: ['GET, POST'] } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0, examples: [1] } },
   RateLimit: {
     description: 'draft-ietf-httpapi-ratelimit-headers-11: requests left (`r`) and seconds until the window resets (`t`); absent while limiting is off',
@@ -25,6 +27,13 @@ export const HEADER_COMPONENTS = {
     schema: { type: 'string', examples: ['"default";q=600;w=60'] }
   }
 } as const
+
+/**
+ * Headers that say nothing about the operation, so the document describes them once, in its `info`,
+ * rather than on every response: the security headers of every answer, and `Cache-Control` on every
+ * authenticated one (no shared cache may keep it).
+ */
+export const GENERAL_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, 'cache-control': 'no-store' }
 
 export type HeaderName = keyof typeof HEADER_COMPONENTS
 

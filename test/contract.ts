@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict'
+import type { TestContext } from 'node:test'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { OpenAPIBackend, SetMatchType, type Document } from 'openapi-backend'
+import { GENERAL_HEADERS } from '../src/openapi/response-headers.js'
+
+/** Headers of HTTP itself, which an OpenAPI document does not declare. */
+const HTTP_HEADERS = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
+const UNDECLARED = new Set([...HTTP_HEADERS, ...Object.keys(GENERAL_HEADERS)])
+
+const validators = new Map<string, Promise<OpenAPIBackend>>()
+
+/**
+ * openapi-backend (a third-party validator) on a served document; compiled once per distinct document.
+ * `quick` skips its check of the document itself, which knows only OpenAPI 3.0's schema (Redocly's
+ * lint checks it as 3.1: test/app/openapi-lint.test.ts).
+ */
+function validatorFor (document: object): Promise<OpenAPIBackend> {
+  const text = JSON.stringify(document)
+  let validator = validators.get(text)
+  if (validator === undefined) {
+    const api = new OpenAPIBackend({
+      definition: structuredClone(document) as Document,
+      apiRoot: '/v1',
+      ignoreTrailingSlashes: false,
+      strict: true,
+      quick: true,
+      // Bodies reach the validator through JSON.parse, which rounds int64's largest value up to 2^63.
+      customizeAjv: (ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) && Math.abs(value) <= 2 ** 63 })
+    })
+    validator = api.init()
+    validators.set(text, validator)
+  }
+  return validator
+}
+
+interface Answer {
+  method: string
+  url: string
+  /** The route Fastify chose, e.g. `/v1/pets/:petId`; undefined when none matched. */
+  route: string | undefined
+  status: number
+  headers: Record<string, unknown>
+  body: string
+}
+
+/** What is wrong with an answer against the document, as sentences; empty when it keeps to it. */
+async function contractViolations (document: object, answer: Answer): Promise<string[]> {
+  const url = new URL(answer.url, 'http://127.0.0.1')
+  if (!url.pathname.startsWith('/v1/') || url.pathname === '/v1/openapi.json') return []
+  const api = await validatorFor(document)
+  // The operation of the route the server chose (so `/v1/pets/` is getPet with an empty id, as served);
+  // for no route, another method on a documented path, whose operations declare that answer (405).
+  const template = answer.route?.replace(/^\/v1/, '').replace(/:(\w+)/g, '{$1}')
+  const operations = api.router.getOperations()
+  const operation = template === undefined ?
+      operations.find(({ method }) => api.router.matchOperation({ method, path: url.pathname, headers: {} }) !== undefined) :
+      operations.find(({ path, method }) => path === template && method === answer.method.toLowerCase())
+  if (operation === undefined) return [] // not a path of the document
+  const where = `${answer.method} ${url.pathname} ${answer.status} (${operation.operationId})`
+  const response = (operation.responses as Record<string, { content?: Record<string, unknown> }>)[String(answer.status)]
+  if (response === undefined) return [`${where}: the status is not declared`]
+
+  const violations: string[] = []
+  const headers = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !UNDECLARED.has(name.toLowerCase())))
+  const headerCheck = api.validator.validateResponseHeaders(headers, operation, { statusCode: answer.status, setMatchType: SetMatchType.Subset })
+  for (const error of headerCheck.errors ?? []) violations.push(`${where}: headers${error.instancePath} ${error.message} ${JSON.stringify(error.params)}`)
+
+  // Node sends no body to a HEAD request, whatever the handler gave.
+  if (answer.method === 'HEAD') return violations
+  const contentTypes = Object.keys(response.content ?? {})
+  if (contentTypes.length === 0) {
+    if (answer.body !== '') violations.push(`${where}: a body where the document declares none`)
+    return violations
+  }
+  const mediaType = String(answer.headers['content-type'] ?? '').split(';')[0]!.trim()
+  if (!contentTypes.includes(mediaType)) return [...violations, `${where}: content type ${mediaType} is not declared (${contentTypes.join(', ')})`]
+  const bodyCheck = api.validator.validateResponse(JSON.parse(answer.body), operation, answer.status)
+  for (const error of bodyCheck.errors ?? []) violations.push(`${where}: body${error.instancePath} ${error.message}`)
+  return violations
+}
+
+/**
+ * Checks every answer the app gives during the test against the OpenAPI document it serves, body and
+ * headers, with a third-party validator: the test fails at its end on an undeclared status, header or
+ * content type, or a body or header its schema refuses. Must be called before the app is ready.
+ */
+export function checkContract (t: TestContext, app: FastifyInstance, afterTest: (check: () => Promise<void>) => void): void {
+  const bodies = new WeakMap<FastifyRequest, string>()
+  const answers: Answer[] = []
+  app.addHook('onSend', async (request, _reply, payload) => {
+    bodies.set(request, typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString() : '')
+    return payload
+  })
+  // Only recorded here: validating (and compiling the validator) while requests run would slow them.
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    answers.push({ method: request.method, url: request.url, route: request.routeOptions.url, status: reply.statusCode, headers: reply.getHeaders(), body: bodies.get(request) ?? '' })
+  })
+  afterTest(async () => {
+    if (answers.length === 0) return
+    const document = app.swagger()
+    const violations: string[] = []
+    for (const answer of answers) violations.push(...await contractViolations(document, answer))
+    assert.deepEqual(violations, [], `${t.name}: answers that break the OpenAPI document`)
+  })
+}
