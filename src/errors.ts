@@ -85,7 +85,7 @@ const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
   415: { description: ERROR_CATALOG.unsupported_media_type.meaning, code: 'unsupported_media_type', example: 'Request body must be application/json in UTF-8' },
   422: { description: ERROR_CATALOG.idempotency_key_reused.meaning, code: 'idempotency_key_reused', example: 'This Idempotency-Key was used with a different request body' },
   429: { description: ERROR_CATALOG.rate_limited.meaning, code: 'rate_limited', example: 'Rate limit of 600 requests per minute exceeded; retry in 30 s', headers: ['Retry-After'] },
-  500: { description: ERROR_CATALOG.internal_error.meaning, code: 'internal_error', example: 'Internal error' },
+  500: { description: ERROR_CATALOG.internal_error.meaning, code: 'internal_error', example: 'Internal error (request id 9f1c2b7e-3d4a-4e5f-8a6b-0c1d2e3f4a5b)' },
   503: { description: ERROR_CATALOG.service_unavailable.meaning, code: 'service_unavailable', example: 'The store is unavailable; retry later', headers: ['Retry-After'] }
 }
 

@@ -60,7 +60,8 @@ export interface PetStoreClientOptions {
  * const { data: pet, error } = await client.POST('/pets', { body: { name: 'Rex', categoryId: 3 } })
  */
 export function createClient (options: PetStoreClientOptions & { int64: 'bigint' }): ExactPetStoreClient
-export function createClient (options: PetStoreClientOptions): PetStoreClient
+export function createClient (options: PetStoreClientOptions & { int64?: 'number' }): PetStoreClient
+export function createClient (options: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient
 export function createClient ({ baseUrl, apiKey, fetch, int64 = 'number' }: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient {
   const client = createFetchClient<paths>({
     baseUrl,
@@ -75,16 +76,19 @@ const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TR
 type Call = (url: string, init?: Record<string, unknown>) => Promise<{ data?: unknown }>
 
 /**
- * The client, with each call's success body read as text and parsed losslessly: integers become
- * bigint (openapi-fetch parses with JSON.parse, which rounds them past 2^53).
+ * The client, with each call's JSON success body read as text and parsed losslessly: integers become
+ * bigint (openapi-fetch parses with JSON.parse, which rounds them past 2^53). A call that asks for
+ * another `parseAs` (a stream, a blob) gets it untouched.
  */
 function readingExactly (client: PetStoreClient): ExactPetStoreClient {
   const exact: Record<string, unknown> = { ...client }
   for (const method of METHODS) {
     const call = client[method] as unknown as Call
     exact[method] = async (url: string, init: Record<string, unknown> = {}) => {
+      if (init.parseAs !== undefined && init.parseAs !== 'json') return call(url, init)
       const result = await call(url, { ...init, parseAs: 'text' })
-      return typeof result.data === 'string' ? { ...result, data: parseExact(result.data, null, parseNumberAndBigInt) } : result
+      if (typeof result.data !== 'string') return result
+      return { ...result, data: result.data === '' ? undefined : parseExact(result.data, null, parseNumberAndBigInt) }
     }
   }
   exact.request = (method: string, url: string, init?: Record<string, unknown>) => (exact[method.toUpperCase()] as Call)(url, init)

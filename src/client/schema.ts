@@ -331,7 +331,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "internal_error",
-                 *       "message": "Internal error",
+                 *       "message": "Internal error (request id 9f1c2b7e-3d4a-4e5f-8a6b-0c1d2e3f4a5b)",
                  *       "status": 500
                  *     }
                  */
@@ -884,7 +884,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "internal_error",
-                     *       "message": "Internal error",
+                     *       "message": "Internal error (request id 9f1c2b7e-3d4a-4e5f-8a6b-0c1d2e3f4a5b)",
                      *       "status": 500
                      *     }
                      */

@@ -7,7 +7,7 @@ import { SECURITY_HEADERS } from '../plugins/security-headers.js'
  * kind carries. Each becomes a `$ref` to its component. GENERAL_HEADERS are described once instead.
  */
 export const HEADER_COMPONENTS = {
-  Location: { description: 'The URL of the resource created', schema: { type: 'string', format: 'uri-reference' } },
+  Location: { description: 'The URL of the resource created', required: true, schema: { type: 'string', format: 'uri-reference' } },
   Link: {
     description: 'RFC 8288 links: `rel="next"`, the next page, while more follow; on a deprecated operation, `rel="successor-version"`, its replacement',
     schema: { type: 'string', examples: ['</v1/pets?limit=20&cursor=AQEAAAAAAAAAFJ>; rel="next"'] }

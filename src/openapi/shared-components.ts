@@ -67,6 +67,7 @@ export function shareParameters (paths: Paths): Record<string, Json> {
   for (const [parameterName, byText] of variants) {
     for (const [text, { parameter, resource }] of byText) {
       const name = byText.size === 1 ? pascalCase(parameterName) : `${resource}${pascalCase(parameterName)}`
+      if (name in components) throw new Error(`two different parameters would be the component ${name}; make them alike or rename one`)
       components[name] = parameter
       names.set(text, name)
     }

@@ -24,11 +24,12 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
 /**
  * Swagger UI reads the document the README names, /v1/openapi.json, instead of the plugin's copy at
  * /docs/json, whose URL its initializer hard-codes: this script runs after that one and before the page
- * loads, and wraps the renderer the initializer calls. The path is relative, so it holds behind a prefix.
+ * loads, and wraps the renderer the initializer calls. The document's URL is resolved from the page's
+ * path, so that a proxy's path prefix is kept.
  */
 const READ_SERVED_DOCUMENT = `const render = window.SwaggerUIBundle
 window.SwaggerUIBundle = Object.assign(function (config) {
-  const page = window.location.href.split('#')[0].replace(/\\/?$/, '/')
+  const page = window.location.origin + window.location.pathname.replace(/\\/?$/, '/')
   return render(Object.assign({}, config, { url: new URL('../v1/openapi.json', page).href }))
 }, render)
 `

@@ -63,9 +63,14 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
     apiError.message = `Internal error (request id ${request.id})`
   }
   // Answered before its body was read (a 401 to a POST announcing gigabytes, say): the rest of the body
-  // would be read and thrown away to keep the connection; closing it spares that.
-  if (!request.raw.complete) reply.header('connection', 'close')
+  // would be read and thrown away to keep the connection; closing it spares that. (A request without a
+  // body is not `complete` yet when a synchronous hook answers it; its connection stays.)
+  if (hasBody(request) && !request.raw.complete) reply.header('connection', 'close')
   reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
+}
+
+function hasBody ({ headers }: FastifyRequest): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
 }
 
 /** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */
@@ -77,8 +82,8 @@ function outageKind ({ message, cause }: ApiError): string {
 
 /**
  * 405 with `Allow` when the path exists for other methods only, else 404 (also when a route of this
- * method found nothing, as the static files of /docs do). The error handler's preParsing hook gives
- * this answer before the body is read; Fastify needs it as the not-found route's handler too.
+ * method found nothing, as the static files of /docs do, through `reply.callNotFound()`). A request no
+ * route matches gets this answer from the preParsing hook below, before its body is read.
  */
 export async function answerNotFound (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   throw notFoundError(request)

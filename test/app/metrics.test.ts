@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
-import { createKey, createTestStore, defer } from '../helper.js'
+import { checkAnswers, createKey, createTestStore, defer } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
@@ -12,6 +12,7 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   const { store, db, databaseUrl } = await createTestStore(t)
   const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics })
   defer(t, () => app.close())
+  checkAnswers(t, app)
   const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
   await app.inject({ url: '/v1/pets', headers })
   await app.inject({ url: '/v1/pets', headers })

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { build, createKey, createTestStore, defer, errorOf, forEachStore, manualClock } from '../helper.js'
+import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock } from '../helper.js'
 
 const RATE_LIMIT = /^"default";r=(\d+);t=(\d+)$/
 
@@ -72,7 +72,10 @@ if (redisUrl) {
     const { store, db, databaseUrl } = await createTestStore(t)
     const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl })
     const instances = [await buildApp({ config, store }), await buildApp({ config, store })]
-    for (const app of instances) defer(t, () => app.close())
+    for (const app of instances) {
+      defer(t, () => app.close())
+      checkAnswers(t, app)
+    }
     const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
     const statuses = []
     for (let i = 0; i < 6; i++) statuses.push((await instances[i % 2]!.inject({ url: '/v1/pets', headers })).statusCode)

@@ -74,3 +74,15 @@ test('a request answered before its body is read (a 401 to a POST announcing 2 G
   assert.match(received(), /^HTTP\/1\.1 401 /)
   assert.match(received(), /\r\nconnection: close\r\n/i)
 })
+
+test('an error answered to a request without a body keeps the connection open (404, 405 and 429 alike)', async (t) => {
+  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
+  const { socket, received } = await openRawConnection(testApp)
+  const requests = ['GET /nothing', 'GET /v1/toys', 'DELETE /v1/pets/1', 'GET /v1/pets', 'GET /v1/pets']
+  for (const request of requests) socket.write(`${request} HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+  const statuses = () => [...received().matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => match[1])
+  for (let waited = 0; statuses().length < requests.length && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
+  socket.destroy()
+  assert.deepEqual(statuses(), ['404', '404', '405', '200', '429'], 'one connection served them all')
+  assert.doesNotMatch(received(), /connection: close/i)
+})

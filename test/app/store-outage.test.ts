@@ -8,7 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { createLogger } from '../../src/logger.js'
-import { createKey, defer, errorOf, openTestStore, TEST_STORES } from '../helper.js'
+import { checkAnswers, createKey, defer, errorOf, openTestStore, TEST_STORES } from '../helper.js'
 
 const REPORT_MS = 100
 
@@ -62,6 +62,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
       outageReportMs: REPORT_MS
     })
     defer(t, () => app.close())
+    checkAnswers(t, app)
     const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
     const created = await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })
     assert.equal(created.statusCode, 201)

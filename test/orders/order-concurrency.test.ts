@@ -3,7 +3,7 @@ import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { Db } from '../../src/db/database.js'
-import { createKey, createTestStore, defer, forEachStore, openTestStore, type TestStore } from '../helper.js'
+import { checkAnswers, createKey, createTestStore, defer, forEachStore, openTestStore, type TestStore } from '../helper.js'
 
 const TERMINAL_PET_STATUS = { placed: 'pending', approved: 'pending', delivered: 'sold', cancelled: 'available' } as const
 
@@ -25,6 +25,7 @@ async function startInstances (t: TestContext, store: TestStore): Promise<Instan
   for (let i = 0; i < (store.name === 'postgres' ? 2 : 1); i++) {
     const app = await buildApp({ config, store: i === 0 ? first : openTestStore(t, databaseUrl, { poolSize: 8 }) })
     defer(t, () => app.close())
+    checkAnswers(t, app)
     urls.push(`${await app.listen({ port: 0, host: '127.0.0.1' })}/v1`)
   }
   const { key } = await createKey(db)
