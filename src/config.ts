@@ -34,6 +34,8 @@ export const ConfigSchema = Type.Object({
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'serves GET /metrics (Prometheus) on this port; off unless set' })),
+  // Metrics have no key: off the network unless an operator says otherwise.
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address the metrics listener binds to' }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     minimum: 0,
     default: 600,

@@ -32,7 +32,7 @@ export async function serve (config: Config): Promise<void> {
   if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
   await app.listen({ port: config.PORT, host: config.HOST })
   if (metricsServer !== undefined) {
-    metricsServer.listen(config.METRICS_PORT, config.HOST)
+    metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST)
     await once(metricsServer, 'listening')
     app.log.info({ address: metricsServer.address() }, 'metrics served at /metrics')
   }

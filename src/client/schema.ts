@@ -313,7 +313,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "payload_too_large",
-                 *       "message": "Request body is too large",
+                 *       "message": "The body is larger than the limit of 16384 bytes (16 KiB)",
                  *       "status": 413
                  *     }
                  */
@@ -461,7 +461,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "unsupported_media_type",
-                 *       "message": "Request body must be application/json in UTF-8",
+                 *       "message": "Content-Type text/plain is not accepted; send the body as application/json in UTF-8",
                  *       "status": 415
                  *     }
                  */

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import { ApiError, type ErrorCode } from '../errors.js'
 import { OutageLog } from '../outage-log.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
+import { unsupportedMediaType } from './json-body.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -30,9 +31,14 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
 export const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 /** Maps any error (ours, Fastify's, the store's or an unexpected one) to the one the client sees. */
-export function toApiError (error: FastifyError | Error): ApiError {
+export function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
   const fastifyError = error as FastifyError
+  if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return unsupportedMediaType(request.headers['content-type'])
+  if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    const limit = request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 0
+    return new ApiError(413, 'payload_too_large', `The body is larger than the limit of ${limit} bytes (${limit / 1024} KiB)`, { cause: error })
+  }
   if (fastifyError.validation !== undefined) {
     return new ApiError(400, 'validation_failed', error.message, { cause: error })
   }
@@ -55,7 +61,7 @@ export function toApiError (error: FastifyError | Error): ApiError {
  * 503 goes to the outage log, which logs the first of a kind and counts the others.
  */
 export function sendError (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
-  const apiError = toApiError(error)
+  const apiError = toApiError(error, request)
   if (apiError.status === 503) {
     request.server.outageLog.failed(outageKind(apiError), apiError.cause ?? apiError)
   } else if (apiError.status >= 500) {

@@ -28,6 +28,16 @@ export function parseJsonBody (text: string): unknown {
   return value
 }
 
+// What curl -d sends unless told otherwise: the commonest first mistake.
+const FORM = 'application/x-www-form-urlencoded'
+
+/** The 415 for a body sent as `contentType` (undefined: none given), naming what was received and what to send. */
+export function unsupportedMediaType (contentType: string | undefined): ApiError {
+  const received = contentType === undefined ? 'The body has no Content-Type' : `Content-Type ${contentType} is not accepted`
+  const hint = contentType?.toLowerCase().startsWith(FORM) === true ? " (curl -d sends a form unless given -H 'Content-Type: application/json')" : ''
+  return new ApiError(415, 'unsupported_media_type', `${received}; send the body as application/json in UTF-8${hint}`)
+}
+
 /**
  * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
  * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
@@ -37,7 +47,7 @@ export default fp(async (app) => {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      done(new ApiError(415, 'unsupported_media_type', 'Request body must be application/json in UTF-8'), undefined)
+      done(unsupportedMediaType(request.headers['content-type']), undefined)
       return
     }
     // Decoded as it stands, invalid UTF-8 would be stored with U+FFFD in its place.

@@ -35,11 +35,16 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
-test('petstore serve with METRICS_PORT serves /metrics on that port, with store timings', async (t) => {
+test('metrics listen on 127.0.0.1 unless METRICS_HOST says otherwise, whatever HOST the API has', () => {
+  assert.equal(loadConfig({ HOST: '0.0.0.0' }).METRICS_HOST, '127.0.0.1')
+  assert.equal(loadConfig({ METRICS_HOST: '10.0.0.5' }).METRICS_HOST, '10.0.0.5')
+})
+
+test('petstore serve with METRICS_PORT serves /metrics on that port and METRICS_HOST, with store timings', async (t) => {
   const { db, databaseUrl } = await createTestStore(t)
   const { key } = await createKey(db)
-  const server = await startServer(t, { DATABASE_URL: databaseUrl, METRICS_PORT: '0' })
-  const metricsAddress = /"address":\{"address":"127\.0\.0\.1","family":"IPv4","port":(\d+)\}/
+  const server = await startServer(t, { DATABASE_URL: databaseUrl, METRICS_PORT: '0', METRICS_HOST: '127.0.0.2' })
+  const metricsAddress = /"address":\{"address":"127\.0\.0\.2","family":"IPv4","port":(\d+)\}/
   const deadline = Date.now() + 5000
   while (!metricsAddress.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
   const address = metricsAddress.exec(server.output())
@@ -49,7 +54,7 @@ test('petstore serve with METRICS_PORT serves /metrics on that port, with store 
     method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"name":"Rex","categoryId":1}'
   })
   assert.equal(created.status, 201)
-  const text = await (await fetch(`http://127.0.0.1:${address[1]}/metrics`)).text()
+  const text = await (await fetch(`http://127.0.0.2:${address[1]}/metrics`)).text()
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="create",outcome="ok"\} 1/)
   assert.match(text, /http_requests_total\{method="GET",route="\/healthz",status="200"\} 1/)
   assert.equal(await server.stop(), 0)

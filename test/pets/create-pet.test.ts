@@ -163,7 +163,12 @@ forEachStore((store) => {
       const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers, payload: '{"name":"Rex","categoryId":1}' })
       assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`)
       assert.equal(errorOf(response).code, 'unsupported_media_type')
+      assert.match(errorOf(response).message, contentType === undefined ? /^The body has no Content-Type; / : new RegExp(`^Content-Type ${contentType} is not accepted; `))
+      assert.match(errorOf(response).message, /send the body as application\/json in UTF-8/)
     }
+    const form = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: '{"name":"Rex","categoryId":3}' })
+    assert.equal(errorOf(form).message, 'Content-Type application/x-www-form-urlencoded is not accepted; send the body as application/json in UTF-8 ' +
+    "(curl -d sends a form unless given -H 'Content-Type: application/json')")
   })
 
   test('createPet accepts application/json with a UTF-8 charset', async (t) => {
@@ -180,5 +185,6 @@ forEachStore((store) => {
     const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload })
     assert.equal(response.statusCode, 413)
     assert.equal(errorOf(response).code, 'payload_too_large')
+    assert.equal(errorOf(response).message, 'The body is larger than the limit of 16384 bytes (16 KiB)')
   })
 })
