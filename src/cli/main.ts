@@ -9,7 +9,9 @@ import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest } from '../db/migrate.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
+import packageJson from '../../package.json' with { type: 'json' }
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
+import { plainTable } from './plain-table.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
 const EXIT_FAILURE = 1
@@ -39,6 +41,7 @@ function examples (...lines: string[]): string {
 function buildProgram (): Command {
   const program = new Command('petstore')
     .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
+    .version(packageJson.version, '-V, --version', 'print the version')
     .showHelpAfterError()
     .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
     .addHelpText('after', examples(
@@ -98,7 +101,11 @@ function buildProgram (): Command {
       }))
       if (json === true) console.log(JSON.stringify(listed, null, 2))
       else if (listed.length === 0) console.log('No API keys.')
-      else console.table(listed.map(({ revokedAt, ...shown }) => shown))
+      else {
+        console.log(plainTable(['ID', 'NAME', 'KEY', 'CREATED', 'LAST USED', 'STATUS'], listed.map((key) => [
+          String(key.id), key.name, key.hint, key.createdAt, key.lastUsedAt ?? 'never', key.revoked ? `revoked ${key.revokedAt}` : 'active'
+        ])))
+      }
     })
 
   keys.command('revoke')

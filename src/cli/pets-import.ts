@@ -36,7 +36,7 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
     throw error
   }
 
-  console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${read.rows.length} rows from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
+  console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${read.rows.length} ${read.rows.length === 1 ? 'row' : 'rows'} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
   const progress = createProgress(read.rows.length, options.dryRun ? 'Checked' : 'Imported')
   const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, onProgress: (done) => progress.update(done) }))
   progress.stop()

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { runCli } from '../process.js'
 
@@ -26,6 +27,15 @@ test('each command has --help with its options and an example', async () => {
     assert.equal(code, 0, args.join(' '))
     assert.match(stdout, expected, args.join(' '))
     assert.match(stdout, /Examples:\n {2}\$ /, args.join(' '))
+  }
+})
+
+test('petstore --version prints the package version', async () => {
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  for (const flag of ['--version', '-V']) {
+    const { code, stdout } = await runCli([flag], {})
+    assert.equal(code, 0, flag)
+    assert.equal(stdout.trim(), version, flag)
   }
 })
 

@@ -22,7 +22,11 @@ forEachStore((store) => {
     assert.ok(!listed.stdout.includes(key), 'the whole key is never shown again')
 
     const table = await runCli(['keys', 'list'], env)
-    assert.match(table.stdout, /billing/)
+    const [header, row, ...rest] = table.stdout.trimEnd().split('\n')
+    assert.match(header!, /^ID {2}NAME {5}KEY {6,}CREATED {2,}LAST USED {2,}STATUS$/, 'a plain, aligned table')
+    assert.match(row!, new RegExp(`^1 {3}billing {2}ps_…${key.slice(-4)} {2,}\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z {2}never {5,}active$`))
+    assert.equal(header!.indexOf('STATUS'), row!.indexOf('active'), 'columns line up')
+    assert.deepEqual(rest, [])
     assert.ok(!table.stdout.includes(key))
   })
 
