@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox'
 
 /** A service root: scheme, host and optional path prefix, without /v1, query or fragment. */
 function BaseUrl (description: string) {
-  return Type.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$', description })
+  return Type.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$', description, examples: ['https://pets.example.com', 'https://example.com/pets'] })
 }
 
 /** The environment variables the service reads, with their defaults. */
@@ -11,7 +11,8 @@ export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.String({
     default: 'sqlite:./data/petstore.db',
     pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
-    description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...'
+    description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...',
+    examples: ['sqlite:PATH', 'sqlite::memory:', 'postgres://USER:PASSWORD@HOST:PORT/DB']
   }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
   DATABASE_CONNECT_TIMEOUT_MS: Type.Integer({
@@ -48,7 +49,8 @@ export const ConfigSchema = Type.Object({
   }),
   REDIS_URL: Type.Optional(Type.String({
     pattern: '^rediss?://.+$',
-    description: 'shares rate-limit counters between instances'
+    description: 'shares rate-limit counters between instances',
+    examples: ['redis://HOST:PORT', 'rediss://HOST:PORT']
   })),
   PUBLIC_BASE_URL: Type.Optional(BaseUrl('the public root URL of the service, without /v1; the first server in the OpenAPI document')),
   STAGING_BASE_URL: Type.Optional(BaseUrl('the root URL of the staging deployment, without /v1; listed as the second server'))
@@ -69,6 +71,22 @@ export class ConfigError extends Error {
 const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false, validateSchema: false })
   .compile<Static<typeof ConfigSchema>>(ConfigSchema)
 
+interface SettingSchema { enum?: string[], type?: string, minimum?: number, maximum?: number, examples?: string[] }
+
+/** What a setting accepts, in words, from its schema. */
+function allowedValues (name: string): string {
+  const schema = (ConfigSchema.properties as Record<string, SettingSchema>)[name]!
+  if (schema.enum !== undefined) return `one of ${schema.enum.join(', ')}`
+  if (schema.type === 'integer') return schema.maximum === undefined ? `an integer of at least ${schema.minimum}` : `an integer from ${schema.minimum} to ${schema.maximum}`
+  if (schema.examples !== undefined) return `of the form ${schema.examples.join(' or ')}`
+  return 'a non-empty string'
+}
+
+/** A URL's password replaced by ***, so that an error about a URL never shows the secret in it. */
+function withoutPassword (value: string): string {
+  return value.replace(/(\/\/[^/@:]*:)[^/@]*@/, '$1***@')
+}
+
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {}
@@ -78,9 +96,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (value !== undefined && value !== '') raw[name] = value
   }
   if (!validateConfig(raw)) {
-    const error = validateConfig.errors?.[0]
-    const name = error?.instancePath.slice(1) ?? ''
-    throw new ConfigError(`Invalid configuration: ${name} ${error?.message ?? 'is invalid'} (got ${JSON.stringify(raw[name])})`)
+    const name = validateConfig.errors?.[0]?.instancePath.slice(1) ?? ''
+    throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(env[name] ?? ''))}; it must be ${allowedValues(name)}`)
   }
   const config = raw as unknown as Static<typeof ConfigSchema>
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {

@@ -15,6 +15,18 @@ test('values are read and typed; empty means unset', () => {
   assert.ok(Object.isFrozen(config))
 })
 
+test('a configuration error names the variable, the value received and what is allowed, never a password', () => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL is "loud"; it must be one of fatal, error, warn, info, debug, trace, silent'],
+    [{ PORT: '70000' }, 'Invalid configuration: PORT is "70000"; it must be an integer from 0 to 65535'],
+    [{ RATE_LIMIT_PER_MINUTE: '-1' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "-1"; it must be an integer of at least 0'],
+    [{ DATABASE_URL: 'postgress://app:s3cret@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db:5432/pets"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
+    [{ REDIS_URL: 'localhost:6379' }, 'Invalid configuration: REDIS_URL is "localhost:6379"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT']
+  ]
+  for (const [env, message] of cases) assert.throws(() => loadConfig(env), { name: 'ConfigError', message })
+})
+
 test('an invalid value is a one-line error naming the variable', () => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ PORT: 'abc' }, 'PORT'],
