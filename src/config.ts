@@ -82,9 +82,12 @@ function allowedValues (name: string): string {
   return 'a non-empty string'
 }
 
-/** A URL's password replaced by ***, so that an error about a URL never shows the secret in it. */
+/**
+ * A URL's password replaced by ***, so that an error about a URL never shows the secret in it. Up to
+ * the last `@`: a password may hold an unescaped `/` or `@`, and masking too much is the safe side.
+ */
 function withoutPassword (value: string): string {
-  return value.replace(/(\/\/[^/@:]*:)[^/@]*@/, '$1***@')
+  return value.replace(/(\/\/[^/@:]*:).*@/, '$1***@')
 }
 
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */

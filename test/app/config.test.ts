@@ -22,6 +22,8 @@ test('a configuration error names the variable, the value received and what is a
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "-1"; it must be an integer of at least 0'],
     [{ DATABASE_URL: 'postgress://app:s3cret@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db:5432/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
+    [{ DATABASE_URL: 'postgress://app:p/ss@w@rd@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db/pets"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
     [{ REDIS_URL: 'localhost:6379' }, 'Invalid configuration: REDIS_URL is "localhost:6379"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT']
   ]
   for (const [env, message] of cases) assert.throws(() => loadConfig(env), { name: 'ConfigError', message })
