@@ -77,7 +77,7 @@ export interface ErrorResponse {
 
 /** The usual meaning of each error status; a route passes an ErrorResponse where its own differs. */
 const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
-  400: { description: 'The request is malformed or holds invalid values', code: 'validation_failed', example: 'body.categoryId must be an integer from 1 to 9223372036854775807' },
+  400: { description: 'The request is malformed or holds invalid values', code: 'validation_failed', example: '`categoryId` must be an integer from 1 to 9223372036854775807' },
   401: { description: 'Missing or invalid API key', code: 'unauthorized', example: 'The API key is invalid or revoked', headers: ['WWW-Authenticate'] },
   404: { description: 'Not found', code: 'not_found', example: 'No pet with id 42' },
   409: { description: ERROR_CATALOG.idempotency_key_in_use.meaning, code: 'idempotency_key_in_use', example: 'A request with this Idempotency-Key is still being processed; retry later', headers: ['Retry-After'] },

@@ -276,7 +276,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "validation_failed",
-                 *       "message": "querystring.limit must be an integer from 1 to 100",
+                 *       "message": "Query parameter `limit` must be an integer from 1 to 100",
                  *       "status": 400
                  *     }
                  */
@@ -621,7 +621,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.categoryId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "`categoryId` must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -776,7 +776,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "params.petId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "Path parameter `petId` must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -1130,7 +1130,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "body.petId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "`petId` must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -1314,7 +1314,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "params.orderId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "Path parameter `orderId` must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */
@@ -1493,7 +1493,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "params.orderId must be an integer from 1 to 9223372036854775807",
+                     *       "message": "Path parameter `orderId` must be an integer from 1 to 9223372036854775807",
                      *       "status": 400
                      *     }
                      */

@@ -20,8 +20,8 @@ export interface OrderRoutesOptions {
 
 const EXPERIMENTAL = { 'x-stability': 'experimental', tags: ['store'] } as const
 
-const PET_ID_INVALID = errorExample(400, 'body.petId must be an integer from 1 to 9223372036854775807')
-const ORDER_ID_INVALID = errorExample(400, 'params.orderId must be an integer from 1 to 9223372036854775807')
+const PET_ID_INVALID = errorExample(400, '`petId` must be an integer from 1 to 9223372036854775807')
+const ORDER_ID_INVALID = errorExample(400, 'Path parameter `orderId` must be an integer from 1 to 9223372036854775807')
 const ORDER_NOT_FOUND = errorExample(404, 'No order with id 7')
 const PET_NOT_FOUND = { status: 422, description: 'No pet has this petId', code: 'pet_not_found', example: 'No pet with id 42' } as const
 const PET_NOT_AVAILABLE = { status: 409, description: 'The pet is not available', code: 'pet_not_available', example: 'Pet 42 is not available' } as const

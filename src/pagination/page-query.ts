@@ -20,9 +20,9 @@ export const PageCursor = Type.Optional(Type.String({
 export function afterIdOfCursor<Filter extends string> (codec: CursorCodec<Filter>, cursor: string | undefined, filter: Filter | undefined): bigint | undefined {
   if (cursor === undefined) return undefined
   const afterId = codec.decode(cursor, filter)
-  if (afterId === undefined) throw new ApiError(400, 'validation_failed', 'querystring.cursor is malformed or was issued for another status filter')
+  if (afterId === undefined) throw new ApiError(400, 'validation_failed', 'Query parameter `cursor` is malformed or was issued for another status filter')
   return afterId
 }
 
 /** The OpenAPI 400 of a listing operation, with the answer to a limit out of range as its example. */
-export const PAGE_LIMIT_INVALID = errorExample(400, `querystring.limit must be an integer from 1 to ${MAX_PAGE_LIMIT}`)
+export const PAGE_LIMIT_INVALID = errorExample(400, `Query parameter \`limit\` must be an integer from 1 to ${MAX_PAGE_LIMIT}`)

@@ -97,7 +97,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,
-      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'params.petId must be an integer from 1 to 9223372036854775807'), 401, 404, 429, 500, 503) }
+      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'Path parameter `petId` must be an integer from 1 to 9223372036854775807'), 401, 404, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { petId } = request.params

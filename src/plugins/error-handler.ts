@@ -96,10 +96,29 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
 }
 
 function notFoundError (request: FastifyRequest): ApiError {
-  const path = request.url.split('?', 1)[0] ?? '/'
-  const allowed = ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
+  const path = pathOf(request)
+  if (hasTrailingSlash(path) && routeMethods(request, path.replace(/\/+$/, '')).length > 0) {
+    return new ApiError(404, 'not_found', 'No resource at this path: the API\'s paths take no trailing slash')
+  }
+  const allowed = routeMethods(request, path)
   if (allowed.length > 0 && !allowed.includes(request.method)) return methodNotAllowed(request.method, allowed)
   return new ApiError(404, 'not_found', 'No resource at this path')
+}
+
+function pathOf (request: FastifyRequest): string {
+  return request.url.split('?', 1)[0] ?? '/'
+}
+
+function routeMethods (request: FastifyRequest, path: string): string[] {
+  return ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
+}
+
+/**
+ * An API path ending in "/" names no resource: one URL per resource keeps caches and the rate limit's
+ * keys whole. (`/v1/pets/` would otherwise reach getPet with an empty petId and its misleading 400.)
+ */
+function hasTrailingSlash (path: string): boolean {
+  return path.length > 4 && path.endsWith('/') && path.startsWith('/v1/')
 }
 
 /** The 405 answer to `method` on a path that serves only the `allowed` methods (in ROUTE_METHODS order). */
@@ -133,8 +152,9 @@ export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) =
   app.setNotFoundHandler(answerNotFound)
   // A path or method the API does not serve is answered before the body is read: the 404 or 405
   // holds whatever the body is, so a body too large, of another type or malformed cannot answer first.
+  // So is an API path with a trailing slash, which a route with a parameter last would otherwise take.
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    if (request.is404) done(notFoundError(request))
+    if (request.is404 || hasTrailingSlash(pathOf(request))) done(notFoundError(request))
     else done(null, payload)
   })
 }, { name: 'error-handler' })

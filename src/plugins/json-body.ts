@@ -4,11 +4,14 @@ import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 import { parseExactNumber } from '../validation/exact-number.js'
+import { JsonSyntaxError, readJsonTokens } from '../validation/json-tokens.js'
 
 const POISONING = { protoAction: 'error', constructorAction: 'error' } as const
 // A run of 16 or more digits may be an integer past 2^53, which JSON.parse would round; a digit
 // before a point or an exponent may be a number whose exact value JSON.parse would round.
 const MAYBE_INEXACT_NUMBER = /\d{16}|\d[.eE]/
+// secure-json-parse's message for a "__proto__" key, and for a "constructor" holding "prototype".
+const FORBIDDEN_KEY = 'Object contains forbidden prototype property'
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i
 
 /**
@@ -23,9 +26,23 @@ export function parseJsonBody (text: string): unknown {
     // The common case costs one native parse; only bodies that may hold big integers are parsed again.
     if (MAYBE_INEXACT_NUMBER.test(text)) value = parseLossless(text, null, parseExactNumber)
   } catch (error) {
-    throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON', { cause: error })
+    throw notParsed(text, error)
   }
   return value
+}
+
+/** Why `text` could not be parsed: a refused key, or the place of its syntax error. */
+function notParsed (text: string, error: unknown): ApiError {
+  if (error instanceof Error && error.message === FORBIDDEN_KEY) {
+    return new ApiError(400, 'validation_failed', 'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON', { cause: error })
+  }
+  try {
+    // JSON.parse names no line and column, and no offset for some faults: the streaming parser does.
+    readJsonTokens(Buffer.from(text), () => {})
+  } catch (syntaxError) {
+    if (syntaxError instanceof JsonSyntaxError) return new ApiError(400, 'invalid_json', `Request body is not valid JSON: ${syntaxError.message}`, { cause: error })
+  }
+  return new ApiError(400, 'invalid_json', 'Request body is not valid JSON', { cause: error })
 }
 
 // What curl -d sends unless told otherwise: the commonest first mistake.

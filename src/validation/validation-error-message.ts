@@ -2,18 +2,92 @@ import type { FastifySchemaValidationError } from 'fastify'
 
 const MAX_ECHOED_NAME = 64
 
-/** Turns Ajv's first error into one sentence naming the field, e.g. "body.name must be a string". */
+interface Part {
+  /** The part as a whole, starting a sentence. */
+  whole: string
+  /** What one of its fields is called, singular and plural. */
+  field: string
+  fields: string
+  /** Whether a sentence about one field says which part it is in: a body's fields need not. */
+  namesPart: boolean
+}
+
+// Fastify names the parts of a request body, querystring, params and headers; the import validates rows.
+const PARTS: Record<string, Part> = {
+  body: { whole: 'The body', field: 'field', fields: 'fields', namesPart: false },
+  querystring: { whole: 'The query string', field: 'query parameter', fields: 'query parameters', namesPart: true },
+  params: { whole: 'The path', field: 'path parameter', fields: 'path parameters', namesPart: true },
+  headers: { whole: 'The request', field: 'header', fields: 'headers', namesPart: true },
+  row: { whole: 'The row', field: 'field', fields: 'fields', namesPart: false }
+}
+
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null'
+}
+
+/**
+ * Turns Ajv's first error into one sentence that says what to fix, e.g. "`name` must be a string" or
+ * "The body is missing the required fields `name` and `categoryId`": a missing field is reported with
+ * every other required field that is missing too, so one request finds them all.
+ */
 export function formatValidationErrors (errors: FastifySchemaValidationError[], dataVar: string): Error {
+  const part = PARTS[dataVar] ?? { whole: `The ${dataVar}`, field: 'field', fields: 'fields', namesPart: false }
   const error = errors[0]
-  if (error === undefined) return new Error(`${dataVar} is invalid`)
-  const path = dataVar + error.instancePath.replaceAll('/', '.')
-  const params = error.params
-  if (error.keyword === 'additionalProperties') {
-    const name = String(params.additionalProperty).slice(0, MAX_ECHOED_NAME)
-    return new Error(`${path} has an unknown property '${name}'`)
+  if (error === undefined) return new Error(`${part.whole} is invalid`)
+  const field = quote(fieldPath(error.instancePath))
+  const subject = error.instancePath === '' ? part.whole : part.namesPart ? `${capitalized(part.field)} ${field}` : field
+  return new Error(`${subject} ${predicate(error as FastifySchemaValidationError & VerboseError, part)}`)
+}
+
+/** What Ajv's `verbose` option adds to an error: the failing keyword's schema value and the data. */
+interface VerboseError {
+  schema?: unknown
+  data?: unknown
+}
+
+function predicate (error: FastifySchemaValidationError & VerboseError, part: Part): string {
+  const { params } = error
+  switch (error.keyword) {
+    case 'required': {
+      const present = error.data !== null && typeof error.data === 'object' ? error.data : {}
+      const required = Array.isArray(error.schema) ? error.schema.map(String) : [String(params.missingProperty)]
+      const missing = required.filter((name) => !Object.hasOwn(present, name))
+      return `is missing the required ${missing.length === 1 ? part.field : part.fields} ${listOf(missing.map(quote))}`
+    }
+    case 'additionalProperties':
+      return `has an unknown ${part.field} ${quote(String(params.additionalProperty).slice(0, MAX_ECHOED_NAME))}`
+    case 'enum':
+      return `must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`
+    case 'type':
+      return `must be ${listOf(String(params.type).split(',').map((type) => TYPE_NAMES[type] ?? type), 'or')}`
+    case 'minLength':
+      return `must be at least ${String(params.limit)} ${params.limit === 1 ? 'character' : 'characters'} long`
+    case 'maxLength':
+      return `must be at most ${String(params.limit)} characters long`
+    default:
+      return error.message ?? 'is invalid'
   }
-  if (error.keyword === 'enum') {
-    return new Error(`${path} must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`)
-  }
-  return new Error(`${path} ${error.message ?? 'is invalid'}`)
+}
+
+/** "/owner/name" as `owner.name`, "/tags/0" as `tags[0]`. */
+function fieldPath (instancePath: string): string {
+  return instancePath.slice(1).split('/').map((step, i) => /^\d+$/.test(step) ? `[${step}]` : `${i === 0 ? '' : '.'}${step.replaceAll('~1', '/').replaceAll('~0', '~')}`).join('')
+}
+
+function capitalized (text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1)
+}
+
+function quote (name: string): string {
+  return `\`${name}\``
+}
+
+function listOf (items: string[], conjunction = 'and'): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} ${conjunction} ${items.at(-1)!}`
 }

@@ -33,7 +33,9 @@ function withFormatRules (validate: ValidateFunction, formats: Record<string, St
     withRules.errors = valid ? undefined : validate.errors?.map((error) => {
       const format = (error.parentSchema as { format?: unknown } | undefined)?.format
       const rule = typeof format === 'string' ? formats[format]?.rule : undefined
-      return rule === undefined ? error : { ...error, message: rule }
+      // Reported as the format's error whichever of its keywords failed, as the rule says the whole of
+      // it; a value of another type is told its type.
+      return rule === undefined || error.keyword === 'type' ? error : { ...error, keyword: 'format', message: rule }
     })
     return valid
   }

@@ -13,6 +13,29 @@ forEachStore((store) => {
     assert.equal(errorOf(await testApp.app.inject({ url: '/nothing' })).status, 404)
   })
 
+  test('an API path with a trailing slash is a 404 that says so, before any validation of the path', async (t) => {
+    const testApp = await build(t, { store })
+    for (const url of ['/v1/pets/', '/v1/pets/?limit=5', '/v1/pets/1/', '/v1/openapi.json/']) {
+      const response = await testApp.app.inject({ url, headers: testApp.auth })
+      assert.equal(response.statusCode, 404, url)
+      assert.equal(errorOf(response).message, 'No resource at this path: the API\'s paths take no trailing slash', url)
+    }
+    const created = await testApp.app.inject({ method: 'POST', url: '/v1/pets/', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1 } })
+    assert.equal(created.statusCode, 404)
+    assert.equal(errorOf(await testApp.app.inject({ url: '/v1/nothing/', headers: testApp.auth })).message, 'No resource at this path')
+  })
+
+  test('a query or path parameter at fault is named with its part of the request', async (t) => {
+    const testApp = await build(t, { store })
+    const cases = [
+      ['/v1/pets?limit=0', 'Query parameter `limit` must be an integer from 1 to 100'],
+      ['/v1/pets?status=lost', 'Query parameter `status` must be one of available, pending, sold'],
+      ['/v1/pets?cursor=zzz', 'Query parameter `cursor` is malformed or was issued for another status filter'],
+      ['/v1/pets/abc', 'Path parameter `petId` must be an integer from 1 to 9223372036854775807']
+    ]
+    for (const [url, message] of cases) assert.equal(errorOf(await testApp.app.inject({ url: url!, headers: testApp.auth })).message, message, url)
+  })
+
   test('a known path with another method is a 405 with Allow', async (t) => {
     const testApp = await build(t, { store })
     const cases = [['DELETE', '/v1/pets/1', 'GET, HEAD'], ['PUT', '/v1/pets', 'GET, HEAD, POST'], ['PATCH', '/v1/pets/7', 'GET, HEAD'], ['POST', '/healthz', 'GET, HEAD']] as const

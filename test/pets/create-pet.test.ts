@@ -127,13 +127,27 @@ forEachStore((store) => {
     })
   }
 
-  test('validation errors name the field at fault', async (t) => {
+  test('errors say what to fix, in a sentence naming the field, every missing field, or the place in the JSON', async (t) => {
     const testApp = await build(t, { store })
-    const send = (payload: unknown) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: payload as object })
-    assert.match(errorOf(await send({ name: 'Rex', categoryId: 1, color: 'red' })).message, /unknown property 'color'/)
-    assert.match(errorOf(await send({ name: 'Rex', categoryId: 0 })).message, /body\.categoryId must be an integer from 1 to 9223372036854775807/)
-    assert.match(errorOf(await send({ name: 'Rex', categoryId: 1, status: 'x' })).message, /body\.status must be one of available, pending, sold/)
-    assert.match(errorOf(await send({ categoryId: 1 })).message, /name/)
+    const send = (payload: string) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload })
+    const cases: Array<[string, string, string]> = [
+      ['{}', 'validation_failed', 'The body is missing the required fields `name` and `categoryId`'],
+      ['{"categoryId":1}', 'validation_failed', 'The body is missing the required field `name`'],
+      ['{"name":42,"categoryId":1}', 'validation_failed', '`name` must be a string'],
+      ['{"name":"Rex","categoryId":0}', 'validation_failed', '`categoryId` must be an integer from 1 to 9223372036854775807'],
+      ['{"name":"Rex","categoryId":1,"status":"x"}', 'validation_failed', '`status` must be one of available, pending, sold'],
+      ['{"name":"Rex","categoryId":1,"color":"red"}', 'validation_failed', 'The body has an unknown field `color`'],
+      ['[]', 'validation_failed', 'The body must be an object'],
+      ['{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}', 'validation_failed',
+        'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON'],
+      ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
+      ['{"name":"Rex" "categoryId":1}', 'invalid_json', 'Request body is not valid JSON: unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 15'],
+      ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15']
+    ]
+    for (const [payload, code, message] of cases) {
+      const error = errorOf(await send(payload))
+      assert.deepEqual([error.code, error.message], [code, message], payload)
+    }
   })
 
   const VALID_NAMES: Array<[string, string]> = [

@@ -29,7 +29,7 @@ forEachStore((store) => {
     assertDeprecationHeaders(response.headers)
   })
 
-  for (const petId of ['', 'abc', '1.5', '-1', '0', '1e3', '9223372036854775808', '99999999999999999999999', '%20']) {
+  for (const petId of ['abc', '1.5', '-1', '0', '1e3', '9223372036854775808', '99999999999999999999999', '%20']) {
     test(`getPet answers 400 for petId ${petId}`, async (t) => {
       const testApp = await build(t, { store })
       const response = await testApp.app.inject({ url: `/v1/pets/${petId}`, headers: testApp.auth })
