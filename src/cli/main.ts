@@ -130,12 +130,16 @@ function buildProgram (): Command {
     .addOption(new Option('--format <format>', 'the file format, when its name does not end in .json or .csv').choices(['json', 'csv']))
     .option('--batch-size <rows>', 'rows stored per transaction (1 to 5000)', parseBatchSize, 500)
     .option('--dry-run', 'validate every row and report, storing nothing', false)
+    .option('--errors <file>', 'write every rejected row to FILE, with its position and reason (CSV for a CSV import, JSON Lines for JSON)')
     .addHelpText('after', examples(
       'npx petstore pets import pets.json',
       'npx petstore pets import export.txt --format csv --batch-size 1000',
-      'npx petstore pets import pets.csv --dry-run'
+      'npx petstore pets import pets.csv --dry-run --errors rejected.csv'
     ) + `
-Invalid rows are skipped and listed as "line N: reason"; the summary names the lines stored.
+Invalid rows are skipped. The first 20 are shown with their position ("line 10" in CSV, "element [3]
+at line 1, column 212" in JSON) and reason; --errors FILE writes them all. A CSV report, once its rows
+are fixed, imports as it is (its line and error columns are ignored); from a JSON Lines report,
+jq -s 'map(.row)' rejected.jsonl > retry.json gives a file to import.
 Each batch is one transaction: after a store failure nothing of that batch is stored, and later
 batches are not tried.
 Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected or the store failed,

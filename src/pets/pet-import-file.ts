@@ -1,18 +1,42 @@
-import { parse as parseCsv } from 'csv-parse/sync'
+import { type CsvError, parse as parseCsv } from 'csv-parse/sync'
+import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
+import { JsonSyntaxError, TextPositions, TokenType, readJsonTokens } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
 
-/** One row of an import file, as read, with the line it starts on. */
-export interface ImportRow {
+/**
+ * Where a row is in its file, so that it can be found in any file: a CSV record by the line it starts
+ * on; a JSON array's element by its index (from 0) and the line and column it starts at, since a
+ * whole array may be written on one line.
+ */
+export interface RowPosition {
   line: number
-  value: unknown
+  index?: number
+  column?: number
 }
 
-/** A row refused before or during validation, and why. */
+/** One row of an import file, as read: its place, its value, and its text in the file. */
+export interface ImportRow {
+  position: RowPosition
+  value: unknown
+  /** The row as the file writes it: a JSON element's text, or a CSV record's. */
+  source: string
+}
+
+/** A row refused while reading or validating, and why. */
 export interface RejectedRow {
-  line: number
+  position: RowPosition
   reason: string
+  source: string
+}
+
+/** The rows read from a file, the rows it could not read, and the file's CSV header (if CSV). */
+export interface ImportFile {
+  format: ImportFormat
+  rows: ImportRow[]
+  rejected: RejectedRow[]
+  csvHeader?: string[]
 }
 
 /** The file as a whole cannot be imported: not JSON, not an array, an unusable CSV header. */
@@ -21,6 +45,8 @@ export class ImportFileError extends Error {
 }
 
 const CSV_COLUMNS = ['name', 'categoryId', 'status']
+/** The columns a report of rejected rows adds (see `pets import --errors`), which the import ignores. */
+export const REPORT_COLUMNS = ['line', 'error']
 const DECIMAL_INTEGER = /^-?\d+$/
 
 /** The format named by the file's extension, if it names one. */
@@ -29,63 +55,76 @@ export function formatOfFile (path: string): ImportFormat | undefined {
   return extension as ImportFormat | undefined
 }
 
-/** Reads the rows of a JSON array or a CSV file with a header; rows CSV cannot read are rejected here. */
-export function readImportRows (text: string, format: ImportFormat): { rows: ImportRow[], rejected: RejectedRow[] } {
-  return format === 'json' ? { rows: readJsonRows(text), rejected: [] } : readCsvRows(text)
+/** "element [2] at line 1, column 58" for JSON, "line 10" for CSV. */
+export function describePosition ({ line, index, column }: RowPosition): string {
+  return index === undefined ? `line ${line}` : `element [${index}] at line ${line}, column ${column ?? 1}`
 }
 
-function readJsonRows (text: string): ImportRow[] {
-  let value: unknown
-  try {
-    // The API's own parser: exact int64, and prototype poisoning refused.
-    value = parseJsonBody(text)
-  } catch {
-    throw new ImportFileError('the file is not valid JSON')
-  }
-  if (!Array.isArray(value)) throw new ImportFileError('a JSON import file must hold one array of pets')
-  const lines = arrayElementLines(text)
-  return value.map((element, i) => ({ line: lines[i]!, value: element }))
+/** Orders rows as the file does. */
+export function inFileOrder (a: { position: RowPosition }, b: { position: RowPosition }): number {
+  return a.position.line - b.position.line || (a.position.column ?? 0) - (b.position.column ?? 0)
 }
 
-/** The line each element of the top-level array starts on, for a text that is valid JSON. */
-function arrayElementLines (text: string): number[] {
-  const lines: number[] = []
-  let line = 1
+/** Reads the rows of a JSON array or a CSV file with a header; rows that cannot be read are rejected here. */
+export function readImportFile (bytes: Buffer, format: ImportFormat): ImportFile {
+  return format === 'json' ? { format, ...readJsonRows(bytes) } : { format, ...readCsvRows(bytes.toString('utf8')) }
+}
+
+/**
+ * The elements of the file's one array, found by a streaming parser that gives each its byte offset.
+ * Each element is then parsed on its own by the API's parser (exact int64, prototype keys refused),
+ * so that an element it refuses is one rejected row, not a file that cannot be read.
+ */
+function readJsonRows (bytes: Buffer): { rows: ImportRow[], rejected: RejectedRow[] } {
+  const elements: Array<{ start: number, end: number }> = []
   let depth = 0
-  let inString = false
-  let escaped = false
-  let expectingElement = false
-  for (const char of text) {
-    if (char === '\n') line++
-    if (inString) {
-      if (escaped) escaped = false
-      else if (char === '\\') escaped = true
-      else if (char === '"') inString = false
-      continue
-    }
-    if (depth === 1 && expectingElement && char !== ']' && !/\s/.test(char)) {
-      lines.push(line)
-      expectingElement = false
-    }
-    if (char === '"') inString = true
-    else if (char === '[' || char === '{') expectingElement = ++depth === 1
-    else if (char === ']' || char === '}') depth--
-    else if (char === ',' && depth === 1) expectingElement = true
+  try {
+    readJsonTokens(bytes, (token, offset) => {
+      if (depth === 0 && token !== TokenType.LEFT_BRACKET) throw new ImportFileError('a JSON import file must hold one array of pets')
+      if (depth === 1) {
+        const open = elements.at(-1)
+        if (token === TokenType.COMMA || token === TokenType.RIGHT_BRACKET) {
+          if (open !== undefined && open.end === -1) open.end = offset
+        } else if (open === undefined || open.end !== -1) {
+          elements.push({ start: offset, end: -1 })
+        }
+      }
+      if (token === TokenType.LEFT_BRACKET || token === TokenType.LEFT_BRACE) depth++
+      else if (token === TokenType.RIGHT_BRACKET || token === TokenType.RIGHT_BRACE) depth--
+    })
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw new ImportFileError(`the file is not valid JSON: ${error.message}`)
+    throw error
   }
-  return lines
+  const positions = new TextPositions(bytes)
+  const rows: ImportRow[] = []
+  const rejected: RejectedRow[] = []
+  elements.forEach(({ start, end }, index) => {
+    const source = bytes.toString('utf8', start, end).trimEnd()
+    const position = { index, ...positions.at(start) }
+    try {
+      rows.push({ position, value: parseJsonBody(source), source })
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      rejected.push({ position, reason: error.message, source })
+    }
+  })
+  return { rows, rejected }
 }
 
-function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[] } {
+function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[], csvHeader: string[] } {
   const rejected: RejectedRow[] = []
+  let csvHeader: string[] = []
   let records: Array<{ record: Record<string, string>, info: { lines: number }, raw: string }>
   try {
     records = parseCsv(text, {
       bom: true,
       columns: (header: string[]) => {
-        const unknown = header.filter((column) => !CSV_COLUMNS.includes(column))
+        const unknown = header.filter((column) => !CSV_COLUMNS.includes(column) && !REPORT_COLUMNS.includes(column))
         if (unknown.length > 0 || !header.includes('name') || !header.includes('categoryId')) {
-          throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status (got ${header.join(',')})`)
+          throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${header.join(',')})`)
         }
+        csvHeader = header
         return header
       },
       info: true,
@@ -93,18 +132,35 @@ function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[
       relax_column_count_less: true,
       skip_empty_lines: true,
       skip_records_with_error: true,
-      on_skip: (error) => { if (error !== undefined) rejected.push({ line: Number(error.lines), reason: error.message }) }
+      on_skip: (error) => {
+        if (error === undefined) return
+        const { lines, raw } = error as CsvError & { lines: number, raw: string }
+        rejected.push({ position: { line: startLine(lines, raw) }, reason: csvErrorReason(error, csvHeader.length), source: raw.trimEnd() })
+      }
     })
   } catch (error) {
     if (error instanceof ImportFileError) throw error
     throw new ImportFileError(`the file is not readable CSV: ${error instanceof Error ? error.message : String(error)}`)
   }
   const rows = records.map(({ record, info, raw }) => ({
-    // info.lines is where the record ends; a quoted field may span lines.
-    line: info.lines - (raw.trimEnd().match(/\n/g)?.length ?? 0),
-    value: csvRecordToBody(record)
+    position: { line: startLine(info.lines, raw) },
+    value: csvRecordToBody(record),
+    source: raw.trimEnd()
   }))
-  return { rows, rejected }
+  return { rows, rejected, csvHeader }
+}
+
+/** The line a record starts on, from the line it ends on: a quoted field may span lines. */
+function startLine (endLine: number, raw: string): number {
+  return endLine - (raw.trimEnd().match(/\n/g)?.length ?? 0)
+}
+
+/** csv-parse's reason, without the line it appends (the report names the row's own). */
+function csvErrorReason (error: CsvError, columns: number): string {
+  const fields = (error as CsvError & { record?: unknown[] }).record?.length
+  if (error.code === 'CSV_RECORD_INCONSISTENT_COLUMNS' && fields !== undefined) return `The row has ${fields} fields; the header names ${columns}`
+  if (error.code === 'CSV_QUOTE_NOT_CLOSED') return 'A quoted field is not closed before the end of the file'
+  return error.message.replace(/ (on|at) line \d+$/, '')
 }
 
 /**

@@ -1,7 +1,7 @@
 import { apiValidatorCompiler } from '../api-validator.js'
 import type { PetStore } from '../store/pet-store.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
-import type { ImportRow, RejectedRow } from './pet-import-file.js'
+import type { ImportRow, RejectedRow, RowPosition } from './pet-import-file.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
 export interface ImportOptions {
@@ -14,13 +14,13 @@ export interface ImportOptions {
 }
 
 export interface ImportReport {
-  /** Lines of the rows stored (or, in a dry run, that would be), in file order. */
-  storedLines: number[]
+  /** How many rows were stored (or, in a dry run, would be). */
+  stored: number
   rejected: RejectedRow[]
   /** The batch the store refused, when one was: nothing of it was stored, and no later batch was tried. */
-  failedBatch?: { lines: number[], reason: string }
-  /** Lines of the valid rows after a failed batch, which were not tried. */
-  notTriedLines: number[]
+  failedBatch?: { first: RowPosition, last: RowPosition, reason: string }
+  /** The valid rows after a failed batch, which were not tried: how many, and the first. */
+  notTried: { count: number, first?: RowPosition }
 }
 
 /**
@@ -29,31 +29,32 @@ export interface ImportReport {
  */
 export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize, dryRun, onProgress }: ImportOptions): Promise<ImportReport> {
   const validate = apiValidatorCompiler({ schema: NewPet, method: 'POST', url: '/v1/pets', httpPart: 'body' })
-  const report: ImportReport = { storedLines: [], rejected: [], notTriedLines: [] }
+  const report: ImportReport = { stored: 0, rejected: [], notTried: { count: 0 } }
 
   for (let start = 0; start < rows.length; start += batchSize) {
-    const batch: Array<{ line: number, pet: NewPet }> = []
-    for (const { line, value } of rows.slice(start, start + batchSize)) {
-      if (validate(value) === true) batch.push({ line, pet: value as NewPet })
-      else report.rejected.push({ line, reason: formatValidationErrors(validate.errors ?? [], 'row').message })
+    const batch: NewPet[] = []
+    for (const { position, value, source } of rows.slice(start, start + batchSize)) {
+      if (validate(value) === true) batch.push(value as NewPet)
+      else report.rejected.push({ position, reason: formatValidationErrors(validate.errors ?? [], 'row').message, source })
     }
-    const lines = batch.map(({ line }) => line)
     if (report.failedBatch !== undefined) {
-      report.notTriedLines.push(...lines)
+      report.notTried.count += batch.length
+      report.notTried.first ??= rows[start]!.position
       continue
     }
     try {
       if (!dryRun && batch.length > 0) {
-        await pets.insertMany(batch.map(({ pet }) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
+        await pets.insertMany(batch.map((pet) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
       }
-      report.storedLines.push(...lines)
+      report.stored += batch.length
     } catch (error) {
-      report.failedBatch = { lines, reason: error instanceof Error ? error.message : String(error) }
+      const last = rows[Math.min(start + batchSize, rows.length) - 1]!
+      report.failedBatch = { first: rows[start]!.position, last: last.position, reason: error instanceof Error ? error.message : String(error) }
     }
     onProgress?.(Math.min(start + batchSize, rows.length))
   }
   // Only a hint to the planner, which autovacuum gives within a minute anyway: its failure (a store
   // that stopped answering after the last batch) must not report stored pets as failed.
-  if (!dryRun && report.storedLines.length > 0) await pets.refreshStatistics().catch(() => {})
+  if (!dryRun && report.stored > 0) await pets.refreshStatistics().catch(() => {})
   return report
 }

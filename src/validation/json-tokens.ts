@@ -8,15 +8,26 @@ export interface TextPosition {
   column: number
 }
 
-/** Finds the line and column of byte offsets in a UTF-8 text. */
+/**
+ * Finds the line and column of byte offsets in a UTF-8 text. Offsets asked in increasing order cost
+ * only the bytes between them: a whole array on one line of megabytes has an element every few bytes.
+ */
 export class TextPositions {
   private readonly lineStarts = [0]
+  private last = { offset: 0, line: 1, column: 1 }
 
   constructor (private readonly bytes: Buffer) {
     for (let i = bytes.indexOf(0x0a); i !== -1; i = bytes.indexOf(0x0a, i + 1)) this.lineStarts.push(i + 1)
   }
 
   at (offset: number): TextPosition {
+    const line = this.lineOf(offset)
+    const from = line === this.last.line && offset >= this.last.offset ? this.last : { offset: this.lineStarts[line - 1]!, line, column: 1 }
+    this.last = { offset, line, column: from.column + this.bytes.toString('utf8', from.offset, offset).length }
+    return { line, column: this.last.column }
+  }
+
+  private lineOf (offset: number): number {
     let low = 0
     let high = this.lineStarts.length - 1
     while (low < high) {
@@ -24,7 +35,7 @@ export class TextPositions {
       if (this.lineStarts[middle]! <= offset) low = middle
       else high = middle - 1
     }
-    return { line: low + 1, column: this.bytes.toString('utf8', this.lineStarts[low], offset).length + 1 }
+    return low + 1
   }
 }
 

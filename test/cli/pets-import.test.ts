@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
+import { parse as parseCsv } from 'csv-parse/sync'
 import { sql } from 'kysely'
 import { isPostgres } from '../../src/db/dialect.js'
 import type { Db } from '../../src/db/database.js'
@@ -48,9 +49,9 @@ forEachStore((store) => {
     assert.ok(lines.includes('line 6: `name` must be 1 to 100 characters once whitespace at both ends is trimmed'))
     assert.ok(lines.includes('line 8: `categoryId` must be an integer from 1 to 9223372036854775807'))
     assert.ok(lines.includes('line 9: `status` must be one of available, pending, sold'))
-    assert.match(result.stdout, /^line 10: Invalid Record Length/m)
-    assert.ok(lines.includes('Stored: 4 pets, lines 2-3, 7, 11.'), result.stdout)
-    assert.ok(lines.includes('Rejected: 5 rows, lines 5-6, 8-10.'))
+    assert.ok(lines.includes('line 10: The row has 4 fields; the header names 3'))
+    assert.ok(lines.includes('Stored: 4 pets.'), result.stdout)
+    assert.ok(lines.includes('Rejected: 5 rows.'))
     assert.deepEqual(await storedPets(db), [
       ['Rex', '3', 'available'],
       ['Two\nlines', '4', 'sold'],
@@ -59,12 +60,12 @@ forEachStore((store) => {
     ])
   })
 
-  test('a JSON import reports rows by the line they start on; exit 0 when all are stored', async (t) => {
+  test('a JSON import reports rows by their index, line and column; exit 0 when all are stored', async (t) => {
     const { db, env, file } = await setUp(t)
     const json = file('pets.json', '[\n  {\n    "name": "Rex",\n    "categoryId": 3\n  },\n  {"name": "Tom, \\"the [cat]\\"", "categoryId": 9223372036854775807, "status": "sold"}\n]\n')
     const ok = await runCli(['pets', 'import', json, '--batch-size', '1'], env)
     assert.equal(ok.code, 0, ok.stdout + ok.stderr)
-    assert.match(ok.stdout, /^Stored: 2 pets, lines 2-6\.$/m)
+    assert.match(ok.stdout, /^Stored: 2 pets\.$/m)
     assert.deepEqual(await storedPets(db), [['Rex', '3', 'available'], ['Tom, "the [cat]"', '9223372036854775807', 'sold']])
     if (isPostgres(db)) {
       // The planner knows the table's new size at once (pg_stats is filled by ANALYZE).
@@ -75,9 +76,9 @@ forEachStore((store) => {
     const bad = file('bad.json', '[\n  {"name": "A", "categoryId": 1},\n  "Rex",\n  {"name": "B", "categoryId": 1, "color": "red"},\n  {"name": "C", "categoryId": 1}\n]')
     const result = await runCli(['pets', 'import', bad], env)
     assert.equal(result.code, 1)
-    assert.match(result.stdout, /^line 3: The row must be an object$/m)
-    assert.match(result.stdout, /^line 4: The row has an unknown field `color`$/m)
-    assert.match(result.stdout, /^Stored: 2 pets, lines 2, 5\.$/m)
+    assert.match(result.stdout, /^element \[1\] at line 3, column 3: The row must be an object$/m)
+    assert.match(result.stdout, /^element \[2\] at line 4, column 3: The row has an unknown field `color`$/m)
+    assert.match(result.stdout, /^Stored: 2 pets\.$/m)
   })
 
   test('a batch of more rows than one INSERT takes (1,000) is stored whole and in order', async (t) => {
@@ -94,14 +95,14 @@ forEachStore((store) => {
     const result = await runCli(['pets', 'import', csv, '--dry-run'], env)
     assert.equal(result.code, 1)
     assert.match(result.stdout, /^line 3: `categoryId` must be an integer/m)
-    assert.match(result.stdout, /^Valid, not stored \(dry run\): 1 pet, lines 2\.$/m)
+    assert.match(result.stdout, /^Valid, not stored \(dry run\): 1 pet\.$/m)
     assert.deepEqual(await storedPets(db), [])
     const valid = await runCli(['pets', 'import', file('ok.csv', 'name,categoryId\nRex,3\n'), '--dry-run'], env)
     assert.equal(valid.code, 0)
     assert.deepEqual(await storedPets(db), [])
   })
 
-  test('a store failure half-way leaves no partial batch, and the report says which lines were stored', async (t) => {
+  test('a store failure half-way leaves no partial batch, and the report says which rows were not stored', async (t) => {
     const { db, env, file } = await setUp(t)
     // A fault injected in the store itself: inserting the pet named "boom" fails.
     if (isPostgres(db)) {
@@ -114,9 +115,9 @@ forEachStore((store) => {
     const csv = file('pets.csv', ['name,categoryId', ...names.map((name) => `${name},1`), 'bad,0'].join('\n'))
     const result = await runCli(['pets', 'import', csv, '--batch-size', '3'], env)
     assert.equal(result.code, 1)
-    assert.match(result.stdout, /^Stored: 3 pets, lines 2-4\.$/m)
-    assert.match(result.stdout, /^Store failure: the batch of lines 5-7 was not stored: .*injected store failure/m)
-    assert.match(result.stdout, /^Not tried after the failure: lines 8-9\.$/m)
+    assert.match(result.stdout, /^Stored: 3 pets\.$/m)
+    assert.match(result.stdout, /^Store failure: the batch from line 5 to line 7 was not stored: .*injected store failure/m)
+    assert.match(result.stdout, /^Not tried after the failure: 2 valid rows, from line 8 to the end\.$/m)
     assert.match(result.stdout, /^line 10: `categoryId` must be/m, 'rows after the failure are still checked')
     assert.deepEqual((await storedPets(db)).map(([name]) => name), ['a', 'b', 'c'])
   })
@@ -127,8 +128,9 @@ test('an unusable file is one clear line and exit 2', async (t) => {
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
   const cases: Array<[string, string, RegExp]> = [
     ['object.json', '{"name": "Rex"}', /must hold one array of pets/],
-    ['broken.json', '[{"name": ', /is not valid JSON/],
-    ['header.csv', 'nom,categoryId\nRex,1\n', /the CSV header must name the columns name, categoryId and optionally status \(got nom,categoryId\)/],
+    ['broken.json', '[{"name": ', /is not valid JSON: the text ends before the JSON value is complete at line 1, column 11$/m],
+    ['unclosed.json', '[\n  {"name": "Rex", "categoryId": 1}\n  {"name": "Tom"}\n]', /is not valid JSON: unexpected "\{" where a "," or a closing bracket was expected at line 3, column 3$/m],
+    ['header.csv', 'nom,categoryId\nRex,1\n', /the CSV header must name the columns name, categoryId and optionally status, .* \(got nom,categoryId\)/],
     ['pets.txt', 'name,categoryId\n', /cannot tell the format of .*pets\.txt/]
   ]
   for (const [name, text, message] of cases) {
@@ -141,6 +143,67 @@ test('an unusable file is one clear line and exit 2', async (t) => {
   const missing = await runCli(['pets', 'import', join(dir, 'missing.csv')], env)
   assert.equal(missing.code, 2)
   assert.match(missing.stderr, /cannot read .*missing\.csv: ENOENT/)
+})
+
+test('a JSON array on one line: each rejection names its element, line and column; 20 are shown and --errors writes all as JSON Lines', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  // Every third element is refused; names with é (two bytes, one character) make bytes and columns differ.
+  const elements = Array.from({ length: 60 }, (_, i) => i % 3 === 0 ? `{"name":"Chat é ${i}","categoryId":"x"}` : `{"name":"Chat é ${i}","categoryId":${i + 1}}`)
+  elements[1] = '{"name":"Pollution","categoryId":9223372036854775807,"__proto__":{"admin":true}}'
+  const text = `[${elements.join(',')}]`
+  const file = join(dir, 'pets.json')
+  writeFileSync(file, text)
+  const errors = join(dir, 'rejected.jsonl')
+
+  const result = await runCli(['pets', 'import', file, '--errors', errors], env)
+  assert.equal(result.code, 1)
+  const shown = result.stdout.split('\n').filter((line) => line.startsWith('element '))
+  assert.equal(shown.length, 20, result.stdout)
+  assert.equal(shown[0], 'element [0] at line 1, column 2: `categoryId` must be an integer from 1 to 9223372036854775807')
+  assert.match(shown[1]!, /^element \[1\] at line 1, column \d+: The keys `__proto__` and `constructor.prototype` are refused/)
+  assert.ok(result.stdout.includes(`… and 1 more rejected row, all in ${errors}.\n`), result.stdout)
+  assert.match(result.stdout, /^Stored: 39 pets\.$/m)
+  assert.match(result.stdout, /^Rejected: 21 rows, written to .*rejected\.jsonl\.$/m)
+
+  const reported = readFileSync(errors, 'utf8').trimEnd().split('\n')
+  assert.equal(reported.length, 21)
+  for (const line of reported) {
+    const { index, line: lineNumber, column, error } = JSON.parse(line)
+    assert.equal(lineNumber, 1)
+    assert.ok(text.slice(column - 1).startsWith(elements[index]!), `column ${column} is where element ${index} starts`)
+    assert.ok(line.endsWith(`"row":${elements[index]!}}`), 'the element as the file wrote it, exact int64 included')
+    assert.equal(typeof error, 'string')
+  }
+})
+
+test('--errors writes every rejected CSV row with its line and reason; once fixed, the report imports as it is', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  const rows = Array.from({ length: 30 }, (_, i) => i < 25 ? `Bad ${i},0` : `Good ${i},1`)
+  const file = join(dir, 'pets.csv')
+  writeFileSync(file, `name,categoryId\n${rows.join('\n')}\nToo,1,sold,many\n`)
+
+  const hint = await runCli(['pets', 'import', file, '--dry-run'], env)
+  assert.ok(hint.stdout.includes('… and 6 more rejected rows; --errors FILE writes them all.\n'), hint.stdout)
+  assert.equal(hint.stdout.split('\n').filter((line) => line.startsWith('line ')).length, 20)
+
+  const errors = join(dir, 'rejected.csv')
+  const result = await runCli(['pets', 'import', file, '--errors', errors], env)
+  assert.equal(result.code, 1)
+  assert.match(result.stdout, /^Stored: 5 pets\.$/m)
+  const [header, ...records] = parseCsv(readFileSync(errors), { relax_column_count: true }) as string[][]
+  assert.deepEqual(header, ['line', 'error', 'name', 'categoryId'])
+  assert.equal(records.length, 26)
+  assert.deepEqual(records[0], ['2', '`categoryId` must be an integer from 1 to 9223372036854775807', 'Bad 0', '0'])
+  assert.deepEqual(records[25], ['32', 'The row has 4 fields; the header names 2', 'Too', '1', 'sold', 'many'], 'extra fields are kept until fixed')
+
+  // The fix: each row's categoryId, and the row with too many fields cut to two.
+  const fixed = [header!, ...records.map(([line, error, name]) => [line!, error!, name!, '7'])].map((fields) => fields.join(',')).join('\n')
+  writeFileSync(errors, fixed.replaceAll('`', ''))
+  const retry = await runCli(['pets', 'import', errors], env)
+  assert.equal(retry.code, 0, retry.stdout + retry.stderr)
+  assert.match(retry.stdout, /^Stored: 26 pets\.$/m)
 })
 
 test('progress: plain lines when not on a terminal, a bar on one', async (t) => {

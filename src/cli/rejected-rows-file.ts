@@ -1,0 +1,41 @@
+import type { FileHandle } from 'node:fs/promises'
+import { parse } from 'csv-parse/sync'
+import { stringify } from 'csv-stringify/sync'
+import { REPORT_COLUMNS, type ImportFile, type RejectedRow } from '../pets/pet-import-file.js'
+
+// JSON whitespace holding a line break: outside any string, since a JSON string cannot hold one raw.
+const LINE_BREAKS = /[ \t]*[\r\n][ \t\r\n]*/g
+
+/**
+ * Writes every rejected row for `pets import --errors FILE`, in the format of the file imported: for
+ * CSV, the columns `line` and `error` and then the file's own, which the import ignores, so the file
+ * once fixed imports as it is; for JSON, one JSON object a line (JSON Lines) with the element's
+ * `index`, `line`, `column`, the `error`, and the element itself as `row`.
+ */
+export async function writeRejectedRows (file: FileHandle, read: ImportFile, rejected: RejectedRow[]): Promise<void> {
+  await file.writeFile(read.format === 'csv' ? csvReport(read.csvHeader ?? [], rejected) : rejected.map(jsonLine).join(''))
+}
+
+function csvReport (header: string[], rejected: RejectedRow[]): string {
+  // A file that is itself such a report has its `line` and `error` columns replaced.
+  const kept = header.flatMap((name, i) => REPORT_COLUMNS.includes(name) ? [] : [i])
+  const records = rejected.map(({ position, reason, source }) => {
+    const fields = fieldsOf(source)
+    // Fields past the header's stay, so a row that had too many still has them until it is fixed.
+    return [position.line, reason, ...kept.map((i) => fields[i] ?? ''), ...fields.slice(header.length)]
+  })
+  return stringify([[...REPORT_COLUMNS, ...kept.map((i) => header[i])], ...records])
+}
+
+/** A record's fields, or its whole text as one field when CSV cannot read it (an unclosed quote). */
+function fieldsOf (source: string): string[] {
+  try {
+    return (parse(source, { relax_column_count: true, relax_quotes: true }) as string[][])[0] ?? [source]
+  } catch {
+    return [source]
+  }
+}
+
+function jsonLine ({ position: { index, line, column }, reason, source }: RejectedRow): string {
+  return `{"index":${index ?? 0},"line":${line},"column":${column ?? 1},"error":${JSON.stringify(reason)},"row":${source.replace(LINE_BREAKS, ' ')}}\n`
+}
