@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import closeWithGrace from 'close-with-grace'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { buildApp } from './app.js'
-import type { Config } from './config.js'
+import { ConfigError, type Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { createLogger } from './logger.js'
 import { createMetrics, createMetricsServer } from './metrics/metrics.js'
@@ -29,12 +29,35 @@ export async function serve (config: Config): Promise<void> {
     await store.close()
   })
 
+  // Shown before listening: the key exists from here on, whether or not the port can be taken.
   if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
-  await app.listen({ port: config.PORT, host: config.HOST })
-  if (metricsServer !== undefined) {
-    metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST)
-    await once(metricsServer, 'listening')
-    app.log.info({ address: metricsServer.address() }, 'metrics served at /metrics')
+  try {
+    await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
+    if (metricsServer !== undefined) {
+      metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST)
+      await once(metricsServer, 'listening').catch((error: unknown) => { throw listenError(error, 'METRICS_PORT', config.METRICS_PORT, 'METRICS_HOST', config.METRICS_HOST) })
+      app.log.info({ address: metricsServer.address() }, 'metrics served at /metrics')
+    }
+  } catch (error) {
+    metricsServer?.close()
+    await app.close()
+    await store.close()
+    throw error
+  }
+}
+
+/** An address that cannot be listened on, as a configuration error naming the setting to change. */
+function listenError (error: unknown, portSetting: string, port: unknown, hostSetting: string, host: string): unknown {
+  switch ((error as NodeJS.ErrnoException).code) {
+    case 'EADDRINUSE':
+      return new ConfigError(`Cannot listen: port ${String(port)} on ${host} is in use by another process; set ${portSetting} to a free port, or stop that process`, { cause: error })
+    case 'EACCES':
+      return new ConfigError(`Cannot listen: port ${String(port)} needs privileges on this system; set ${portSetting} to 1024 or more`, { cause: error })
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return new ConfigError(`Cannot listen: ${host} is not an address of this machine; set ${hostSetting} to one, such as 127.0.0.1 or 0.0.0.0`, { cause: error })
+    default:
+      return error
   }
 }
 

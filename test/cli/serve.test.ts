@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
-import { request as httpRequest } from 'node:http'
+import { once } from 'node:events'
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
-import { forEachStore } from '../helper.js'
+import { forEachStore, tempDir } from '../helper.js'
 import { runCli, startServer } from '../process.js'
 
 forEachStore((store) => {
@@ -101,4 +103,18 @@ forEachStore((store) => {
     assert.equal(await server.stop('SIGTERM'), 0)
     assert.doesNotMatch(server.output(), /writer thread failed/)
   })
+})
+
+test('a port in use is one line naming the port and the setting to change, and exit 2', async (t) => {
+  const taken = createServer().listen(0, '127.0.0.1')
+  await once(taken, 'listening')
+  t.after(() => taken.close())
+  const { port } = taken.address() as AddressInfo
+  const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, HOST: '127.0.0.1' }
+  const api = await runCli(['serve'], { ...env, PORT: String(port) })
+  assert.equal(api.code, 2)
+  assert.match(api.stderr, new RegExp(`^petstore: Cannot listen: port ${port} on 127\\.0\\.0\\.1 is in use by another process; set PORT to a free port, or stop that process$`, 'm'))
+  const metrics = await runCli(['serve'], { ...env, PORT: '0', METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' })
+  assert.equal(metrics.code, 2)
+  assert.match(metrics.stderr, /set METRICS_PORT to a free port/)
 })
