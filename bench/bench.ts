@@ -5,7 +5,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -23,12 +23,17 @@ const CLI = 'dist/petstore.mjs'
 const SERVICE = [CLI, 'serve']
 // Defaults on, as deployed: rate limiting (at a limit no run reaches, so nothing is refused) and metrics.
 const DEFAULTS_ON = { RATE_LIMIT_PER_MINUTE: '1000000000', METRICS_PORT: '0' }
-// Both off (an empty variable counts as unset), to show what they cost.
-const DEFAULTS_OFF = { RATE_LIMIT_PER_MINUTE: '0', METRICS_PORT: '' }
-const OFF = '(limits + metrics off)'
+// The variants run beside the defaults, to show what a setting costs: limits and metrics both off (an
+// empty variable counts as unset), and a JSON log line per request (LOG_REQUESTS; off where stdout is
+// not a terminal, as here).
+const VARIANTS = {
+  off: { label: '(limits + metrics off)', cost: 'limits + metrics', env: { RATE_LIMIT_PER_MINUTE: '0', METRICS_PORT: '' } },
+  lines: { label: '(LOG_REQUESTS=on)', cost: 'a log line per request', env: { ...DEFAULTS_ON, LOG_REQUESTS: 'on' } }
+}
+type Variant = keyof typeof VARIANTS
 const STRICT = 'createPet (DURABILITY=strict)'
 
-interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: string, idempotent?: boolean, comparedOff?: boolean }
+interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: string, idempotent?: boolean, compared?: Variant[] }
 interface Run { requestsPerSecond: number, p50: number, p99: number }
 interface Series { service: Run[], bare: Run[] }
 
@@ -59,7 +64,6 @@ async function seed (databaseUrl: string, dir: string, count: number): Promise<s
   const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'bench'], { env })
   const key = stdout.trim().split('\n').at(-1)!
   const file = join(dir, 'pets.json')
-  // One pet a line, as the import reports rows by line: its summary stays one range ("lines 2-10001").
   const pets = Array.from({ length: count }, (_, i) => JSON.stringify({ name: `Pet ${i}`, categoryId: 1 + (i % 50), status: STATUSES[i % 3] }))
   writeFileSync(file, `[\n${pets.join(',\n')}\n]\n`)
   // The import also refreshes the planner's statistics, as a store in use has them.
@@ -67,19 +71,25 @@ async function seed (databaseUrl: string, dir: string, count: number): Promise<s
   return key
 }
 
+/**
+ * Starts a process with its stdout going to a file, as a deployment's log collector takes it, rather
+ * than to this process, which is busy loading: a pipe it drained late made each log line cost the
+ * service far more than it does.
+ */
 async function startProcess (command: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess, match: RegExpExecArray }> {
-  const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
-  let output = ''
-  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      output += chunk
-      const found = ready.exec(output)
-      if (found) resolve(found)
-    })
-    child.on('exit', (code) => reject(new Error(`${command.join(' ')} exited with ${code}: ${output}`)))
-  })
-  child.stdout!.resume()
-  return { child, match }
+  const logDir = mkdtempSync(join(tmpdir(), 'petstore-bench-log-'))
+  const logFile = join(logDir, 'stdout.log')
+  const stdout = openSync(logFile, 'w')
+  const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] })
+  closeSync(stdout)
+  child.on('exit', () => rmSync(logDir, { recursive: true, force: true }))
+  for (;;) {
+    // Its stderr is this process's: what made it exit is on the terminal.
+    if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode}`)
+    const match = ready.exec(readFileSync(logFile, 'utf8'))
+    if (match) return { child, match }
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
 }
 
 /** Starts the service on the store and waits for its first 200; resolves its URL. */
@@ -129,14 +139,14 @@ async function benchSize (count: number) {
     const started = performance.now()
     const on = await startService(store.databaseUrl, DEFAULTS_ON)
     const startupMs = performance.now() - started
-    // Side by side on the same store, so that the on/off ratio compares adjacent runs.
-    const off = await startService(store.databaseUrl, DEFAULTS_OFF)
+    // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
+    const variants = { off: await startService(store.databaseUrl, VARIANTS.off.env), lines: await startService(store.databaseUrl, VARIANTS.lines.env) }
 
     const petId = Math.floor(count / 2)
-    const createPet: Scenario = { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}', comparedOff: true }
+    const createPet: Scenario = { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}', compared: ['off'] }
     const scenarios: Scenario[] = [
-      { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20', comparedOff: true },
-      { name: 'getPet', method: 'GET', path: `/v1/pets/${petId}` },
+      { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20', compared: ['off'] },
+      { name: 'getPet', method: 'GET', path: `/v1/pets/${petId}`, compared: ['lines'] },
       createPet,
       { ...createPet, name: 'createPet (Idempotency-Key)', idempotent: true }
     ]
@@ -154,28 +164,29 @@ async function benchSize (count: number) {
     const bare = await startProcess(['node', 'bench/bare-server.mjs'], { BARE_ANSWERS: JSON.stringify({ authorization, answers }) }, /listening (\d+)/)
     const bareUrl = `http://127.0.0.1:${bare.match[1]}`
 
-    // Table order: the defaults-on rows, strict, then the off rows, which share their bare runs.
+    // Table order: the defaults-on rows, strict, then the variants' rows, which share their bare runs.
+    const variantRow = (name: string, variant: Variant) => `${name} ${VARIANTS[variant].label}`
     const rows = new Map<string, Series>(scenarios.map((scenario) => [scenario.name, { service: [], bare: [] }]))
     rows.set(STRICT, { service: [], bare: [] })
-    for (const { name, comparedOff } of scenarios) if (comparedOff) rows.set(`${name} ${OFF}`, { service: [], bare: rows.get(name)!.bare })
+    for (const { name, compared = [] } of scenarios) for (const variant of compared) rows.set(variantRow(name, variant), { service: [], bare: rows.get(name)!.bare })
     // A first, unrecorded second of each load, so that no recorded run is a cold one.
     for (const scenario of scenarios) {
-      for (const url of [on.url, bareUrl, ...(scenario.comparedOff === true ? [off.url] : [])]) await load(url, scenario, authorization, 1)
+      for (const url of [on.url, bareUrl, ...(scenario.compared ?? []).map((variant) => variants[variant].url)]) await load(url, scenario, authorization, 1)
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const scenario of scenarios) {
-        // On and off take turns going first, so that neither always runs just after the writes of the row before.
+        // The runs take turns going first, so that none always runs just after the writes of the row before.
         const runs = [
           async () => rows.get(scenario.name)!.service.push(await load(on.url, scenario, authorization)),
           async () => rows.get(scenario.name)!.bare.push(await load(bareUrl, scenario, authorization)),
-          ...(scenario.comparedOff === true ? [async () => rows.get(`${scenario.name} ${OFF}`)!.service.push(await load(off.url, scenario, authorization))] : [])
+          ...(scenario.compared ?? []).map((variant) => async () => rows.get(variantRow(scenario.name, variant))!.service.push(await load(variants[variant].url, scenario, authorization)))
         ]
         for (const run of round % 2 === 0 ? runs : runs.reverse()) await run()
       }
     }
     const rssMb = peakRssMb(on.child.pid!)
     await stop(on.child)
-    await stop(off.child)
+    for (const { child } of Object.values(variants)) await stop(child)
 
     // createPet again with DURABILITY=strict: an fsync on every commit, shared by group commit.
     // Alone on the store, so that no other process's checkpoints share its disk.
@@ -188,10 +199,13 @@ async function benchSize (count: number) {
     const strictRssMb = peakRssMb(strict.child.pid!)
     await stop(strict.child)
     await stop(bare.child)
-    const costs = scenarios.filter(({ comparedOff }) => comparedOff).map(({ name }) => {
-      const offRuns = rows.get(`${name} ${OFF}`)!.service
-      return { name, onOff: median(rows.get(name)!.service.map((run, i) => run.requestsPerSecond / offRuns[i]!.requestsPerSecond)) }
-    })
+    const costs = scenarios.flatMap(({ name, compared = [] }) => compared.map((variant) => {
+      const variantRuns = rows.get(variantRow(name, variant))!.service
+      const defaultRuns = rows.get(name)!.service
+      // Always the run with the setting on over the run with it off.
+      const ratios = defaultRuns.map((run, i) => variant === 'off' ? run.requestsPerSecond / variantRuns[i]!.requestsPerSecond : variantRuns[i]!.requestsPerSecond / run.requestsPerSecond)
+      return { name, what: VARIANTS[variant].cost, onOff: median(ratios) }
+    }))
     return { count, startupMs, rssMb, strictRssMb, rows, costs }
   } finally {
     await store.drop()
@@ -217,7 +231,7 @@ for (const { count, startupMs, rssMb, strictRssMb, rows, costs } of results) {
     'bare p99 ms': median(bare.map((run) => run.p99)),
     'ratio to bare': Number(median(service.map((run, i) => run.requestsPerSecond / bare[i]!.requestsPerSecond)).toFixed(3))
   })))
-  for (const { name, onOff } of costs) console.log(`cost of limits + metrics (${name}): on/off = ${onOff.toFixed(2)}`)
+  for (const { name, what, onOff } of costs) console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)}`)
 }
 if (results.length === 2) {
   const p50 = (index: number) => median(results[index]!.rows.get('listPets')!.service.map((run) => run.p50))

@@ -27,7 +27,7 @@ import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
 import shutdown from './plugins/shutdown.js'
-import { RequestLogAtDebug } from './logger.js'
+import { RequestLog, logsEachRequest } from './logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
@@ -69,7 +69,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const limits = { ...LIMITS, ...shortened }
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
-    logController: new RequestLogAtDebug(),
+    logController: new RequestLog(logsEachRequest(config.LOG_REQUESTS)),
     genReqId: () => randomUUID(),
     bodyLimit: limits.bodyBytes,
     requestTimeout: limits.requestTimeoutMs,

@@ -34,6 +34,14 @@ export const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
+    default: 'auto',
+    description: 'json: one JSON object a line; pretty: lines a person reads; auto: pretty when stdout is a terminal, else json'
+  }),
+  LOG_REQUESTS: Type.Enum(['auto', 'on', 'off'], {
+    default: 'auto',
+    description: 'one line per request at info (method, path, status, duration); auto: on when stdout is a terminal'
+  }),
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'serves GET /metrics (Prometheus) on this port; off unless set' })),
   // Metrics have no key: off the network unless an operator says otherwise.
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address the metrics listener binds to' }),

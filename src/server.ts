@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import closeWithGrace from 'close-with-grace'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { buildApp } from './app.js'
+import { commandName } from './cli/command-name.js'
 import { ConfigError, type Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { createLogger } from './logger.js'
@@ -12,7 +13,7 @@ const SHUTDOWN_GRACE_MS = 10_000
 
 /** Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and exits 0. */
 export async function serve (config: Config): Promise<void> {
-  const logger = createLogger(config.LOG_LEVEL)
+  const logger = createLogger(config.LOG_LEVEL, config.LOG_FORMAT)
   const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
   const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
   await migrateToLatest(store.db)
@@ -70,7 +71,7 @@ function printFirstKey (key: string, baseUrl: string): void {
     key,
     '',
     `Call the API with:  curl -H "Authorization: Bearer <key>" ${baseUrl}/v1/pets`,
-    'Make more keys with:  npx petstore keys create --name NAME   (list: keys list, revoke: keys revoke ID)',
+    `Make more keys with:  ${commandName()} keys create --name NAME   (list: keys list, revoke: keys revoke ID)`,
     '',
     ''
   ].join('\n'))

@@ -5,12 +5,14 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { insertApiKey, findApiKeys, revokeApiKey } from '../api-keys/api-key.repository.js'
 import { generateApiKey } from '../api-keys/api-key.service.js'
+import { DEFAULT_VERIFIER_OPTIONS } from '../api-keys/api-key.verifier.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest } from '../db/migrate.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
 import packageJson from '../../package.json' with { type: 'json' }
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
+import { commandName } from './command-name.js'
 import { plainTable } from './plain-table.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
@@ -39,23 +41,24 @@ function examples (...lines: string[]): string {
 }
 
 function buildProgram (): Command {
+  const cmd = commandName()
   const program = new Command('petstore')
     .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
     .version(packageJson.version, '-V, --version', 'print the version')
     .showHelpAfterError()
     .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
     .addHelpText('after', examples(
-      'npx petstore serve                              # the API on :8080, SQLite in ./data',
-      'DATABASE_URL=postgres://localhost/pets npx petstore migrate',
-      'npx petstore keys create --name "billing service"',
-      'npx petstore keys list --json',
-      'npx petstore keys revoke 3',
-      'npx petstore pets import pets.csv'
+      `${cmd} serve                              # the API on :8080, SQLite in ./data`,
+      `DATABASE_URL=postgres://localhost/pets ${cmd} migrate`,
+      `${cmd} keys create --name "billing service"`,
+      `${cmd} keys list --json`,
+      `${cmd} keys revoke 3`,
+      `${cmd} pets import pets.csv`
     ) + '\nExit codes: 0 done, 1 the command failed, 2 bad configuration or usage.')
 
   program.command('serve')
     .description('run the HTTP service (migrates the store first)')
-    .addHelpText('after', examples('npx petstore serve', 'PORT=9000 LOG_LEVEL=debug npx petstore serve'))
+    .addHelpText('after', examples(`${cmd} serve`, `PORT=9000 LOG_LEVEL=debug ${cmd} serve`))
     .action(async () => {
       // Loaded here so that the other commands start without the HTTP stack.
       const { serve } = await import('../server.js')
@@ -64,19 +67,19 @@ function buildProgram (): Command {
 
   program.command('migrate')
     .description('bring the store schema to the latest version')
-    .addHelpText('after', examples('npx petstore migrate'))
+    .addHelpText('after', examples(`${cmd} migrate`))
     .action(async () => {
       const applied = await withStore(({ db }) => migrateToLatest(db), { migrate: false })
       console.log(applied.length === 0 ? 'The store is up to date.' : `Applied: ${applied.join(', ')}`)
     })
 
   const keys = program.command('keys').description('manage API keys')
-    .addHelpText('after', examples('npx petstore keys create --name ci', 'npx petstore keys list', 'npx petstore keys revoke 2'))
+    .addHelpText('after', examples(`${cmd} keys create --name ci`, `${cmd} keys list`, `${cmd} keys revoke 2`))
 
   keys.command('create')
     .description('create an API key and print it once, alone on the last line')
     .requiredOption('--name <name>', 'what the key is for, e.g. "billing service"')
-    .addHelpText('after', examples('KEY=$(npx petstore keys create --name ci | tail -n 1)'))
+    .addHelpText('after', examples(`KEY=$(${cmd} keys create --name ci | tail -n 1)`))
     .action(async ({ name }: { name: string }) => {
       const { key, hash, hint } = generateApiKey()
       const id = await withStore(({ db }) => insertApiKey(db, { name, hash, hint }))
@@ -87,7 +90,7 @@ function buildProgram (): Command {
   keys.command('list')
     .description('list API keys (never the keys themselves)')
     .option('--json', 'print a JSON array')
-    .addHelpText('after', examples('npx petstore keys list', "npx petstore keys list --json | jq '.[] | select(.revoked | not)'"))
+    .addHelpText('after', examples(`${cmd} keys list`, `${cmd} keys list --json | jq '.[] | select(.revoked | not)'`))
     .action(async ({ json }: { json?: boolean }) => {
       const rows = await withStore(({ db }) => findApiKeys(db))
       const listed = rows.map((row) => ({
@@ -109,9 +112,9 @@ function buildProgram (): Command {
     })
 
   keys.command('revoke')
-    .description('revoke an API key: running servers refuse it within 5 seconds')
+    .description(`revoke an API key: running servers refuse it within ${DEFAULT_VERIFIER_OPTIONS.cacheTtlMs / 1000} seconds`)
     .argument('<id>', 'the key id, from `keys list`', parseKeyId)
-    .addHelpText('after', examples('npx petstore keys revoke 2'))
+    .addHelpText('after', examples(`${cmd} keys revoke 2`))
     .action(async (id: bigint) => {
       if (!await withStore(({ db }) => revokeApiKey(db, id))) {
         console.error(`petstore: no API key with id ${id}`)
@@ -122,7 +125,7 @@ function buildProgram (): Command {
     })
 
   const pets = program.command('pets').description('manage pets in bulk')
-    .addHelpText('after', examples('npx petstore pets import pets.csv'))
+    .addHelpText('after', examples(`${cmd} pets import pets.csv`))
 
   pets.command('import')
     .description('load pets from a JSON array or a CSV file (name,categoryId[,status]), each row validated as createPet validates a body')
@@ -132,9 +135,9 @@ function buildProgram (): Command {
     .option('--dry-run', 'validate every row and report, storing nothing', false)
     .option('--errors <file>', 'write every rejected row to FILE, with its position and reason (CSV for a CSV import, JSON Lines for JSON)')
     .addHelpText('after', examples(
-      'npx petstore pets import pets.json',
-      'npx petstore pets import export.txt --format csv --batch-size 1000',
-      'npx petstore pets import pets.csv --dry-run --errors rejected.csv'
+      `${cmd} pets import pets.json`,
+      `${cmd} pets import export.txt --format csv --batch-size 1000`,
+      `${cmd} pets import pets.csv --dry-run --errors rejected.csv`
     ) + `
 Invalid rows are skipped. The first 20 are shown with their position ("line 10" in CSV, "element [3]
 at line 1, column 212" in JSON) and reason; --errors FILE writes them all. A CSV report, once its rows

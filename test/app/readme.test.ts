@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { test } from 'node:test'
 import { ERROR_CATALOG } from '../../src/errors.js'
 import { CONFIG_VARIABLES } from '../../src/config.js'
+import { DEFAULT_VERIFIER_OPTIONS } from '../../src/api-keys/api-key.verifier.js'
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
 
@@ -16,5 +17,28 @@ test('the README configuration table lists every setting', () => {
   assert.ok(CONFIG_VARIABLES.length >= 11)
   for (const name of CONFIG_VARIABLES) {
     assert.ok(README.includes(`| \`${name}\` |`), `README lacks the setting ${name}`)
+  }
+})
+
+const DOCS = ['README.md', ...readdirSync(new URL('../../docs/', import.meta.url)).map((name) => `docs/${name}`)]
+
+test('every link in the README and docs/ stays in the repository and finds its file', () => {
+  for (const doc of DOCS) {
+    const text = readFileSync(new URL(`../../${doc}`, import.meta.url), 'utf8')
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)|<(https?:[^>]+)>/g)) {
+      assert.ok(target !== undefined && !/^[a-z]+:/i.test(target), `${doc} links outside the repository: ${target}`)
+      const file = target.split('#')[0]!
+      if (file !== '') assert.ok(existsSync(new URL(file, new URL(`../../${doc}`, import.meta.url))), `${doc} links to a missing ${file}`)
+    }
+  }
+})
+
+test('the README, docs/ and the CLI give one delay for a revoked key: the key cache\'s', () => {
+  const seconds = DEFAULT_VERIFIER_OPTIONS.cacheTtlMs / 1000
+  for (const doc of DOCS) {
+    const text = readFileSync(new URL(`../../${doc}`, import.meta.url), 'utf8')
+    for (const [sentence] of text.matchAll(/[^.]*revoke[^.]*within \d+ s(econds)?/g)) {
+      assert.match(sentence, new RegExp(`within ${seconds} seconds`), `${doc}: ${sentence}`)
+    }
   }
 })

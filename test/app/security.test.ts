@@ -25,7 +25,7 @@ test('keys, their hashes and Authorization headers never reach the logs', async 
   let written = ''
   logs.on('data', (chunk) => { written += chunk })
   const { store, db, databaseUrl } = await createTestStore(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, logger: createLogger('trace', logs) })
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, logger: createLogger('trace', 'json', logs) })
   defer(t, () => app.close())
   checkAnswers(t, app)
   const { key } = await createKey(db)

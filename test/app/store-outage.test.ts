@@ -53,7 +53,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const { db } = viaProxyStore
     await migrateToLatest(db)
     const logLines: Array<{ level: number, msg: string, kind?: string, failures?: number, err?: { message: string } }> = []
-    const logger = createLogger('info', new Writable({ write: (line, _encoding, done) => { logLines.push(JSON.parse(String(line))); done() } }))
+    const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { logLines.push(JSON.parse(String(line))); done() } }))
     const app = await buildApp({
       config: loadConfig({ DATABASE_URL: viaProxy.toString() }),
       store: viaProxyStore,

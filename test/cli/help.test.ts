@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
+import { promisify } from 'node:util'
 import { runCli } from '../process.js'
 
 test('petstore --help lists every command, with examples and exit codes', async () => {
   const { code, stdout } = await runCli(['--help'], {})
   assert.equal(code, 0)
   for (const command of ['serve', 'migrate', 'keys', 'pets']) assert.match(stdout, new RegExp(`^  ${command} `, 'm'))
-  assert.match(stdout, /Examples:\n {2}\$ npx petstore serve/)
+  assert.match(stdout, /Examples:\n {2}\$ petstore serve/)
   assert.match(stdout, /Exit codes: 0 done, 1 the command failed, 2 bad configuration or usage\./)
 })
 
@@ -43,4 +47,13 @@ test('an unknown command is a usage error: exit 2 with help', async () => {
   const { code, stderr } = await runCli(['feed-the-cat'], {})
   assert.equal(code, 2)
   assert.match(stderr, /unknown command/)
+})
+
+test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, petstore elsewhere', async () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url))
+  const bin = `${root}dist/petstore.mjs`
+  const inClone = await promisify(execFile)(bin, ['--help'], { cwd: root })
+  assert.match(inClone.stdout, /Examples:\n {2}\$ \.\/dist\/petstore\.mjs serve/)
+  const elsewhere = await promisify(execFile)(bin, ['--help'], { cwd: tmpdir() })
+  assert.match(elsewhere.stdout, /Examples:\n {2}\$ petstore serve/)
 })

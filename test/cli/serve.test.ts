@@ -27,7 +27,7 @@ forEachStore((store) => {
     assert.equal(await second.stop('SIGINT'), 0)
   })
 
-  test('a key revoked with the CLI is refused by a running server within 5 seconds', async (t) => {
+  test('a key revoked with the CLI is refused by a running server within 2 seconds (its cache), as the README and the CLI say', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     const server = await startServer(t, env)
     const created = await runCli(['keys', 'create', '--name', 'doomed'], env)
@@ -39,12 +39,14 @@ forEachStore((store) => {
     assert.equal((await runCli(['keys', 'revoke', id], env)).code, 0)
     const revokedAt = Date.now()
     let status = 200
-    while (status === 200 && Date.now() - revokedAt < 6000) {
+    while (status === 200 && Date.now() - revokedAt < 4000) {
       status = (await fetch(`${server.url}/v1/pets`, { headers })).status
       if (status === 200) await new Promise((resolve) => setTimeout(resolve, 100))
     }
     assert.equal(status, 401)
-    assert.ok(Date.now() - revokedAt < 5000, `refused after ${Date.now() - revokedAt} ms`)
+    // 2 s of cache, plus a poll's 100 ms and a loaded machine's latency.
+    assert.ok(Date.now() - revokedAt < 3000, `refused after ${Date.now() - revokedAt} ms`)
+    assert.match((await runCli(['keys', 'revoke', '--help'], env)).stdout, /refuse it within 2 seconds/)
   })
 
   test('SIGTERM lets in-flight requests finish, each with its 201, and exits 0', async (t) => {
@@ -118,3 +120,36 @@ test('a port in use is one line naming the port and the setting to change, and e
   assert.equal(metrics.code, 2)
   assert.match(metrics.stderr, /set METRICS_PORT to a free port/)
 })
+
+test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
+  const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }
+  // `script` runs the service on a pseudo-terminal, as a user's shell would.
+  const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'serve'].map((arg) => `'${arg}'`).join(' ')
+  const terminal = await startServer(t, { ...env, TERM: 'xterm' }, ['script', '-qec', command, '/dev/null'])
+  assert.equal((await fetch(`${terminal.url}/healthz`)).status, 200)
+  await waitFor(() => /INFO.*: .*GET \/healthz 200 [\d.]+ ms/.test(terminal.output()), terminal.output)
+  assert.doesNotMatch(terminal.output(), /"level":/)
+  await terminal.stop()
+
+  const quiet = await startServer(t, env)
+  assert.equal((await fetch(`${quiet.url}/healthz`)).status, 200)
+  assert.equal(await quiet.stop(), 0)
+  assert.match(quiet.output(), /"msg":"shutting down"/)
+  assert.doesNotMatch(quiet.output(), /healthz/)
+
+  const lines = await startServer(t, { ...env, LOG_REQUESTS: 'on' })
+  assert.equal((await fetch(`${lines.url}/healthz`)).status, 200)
+  assert.equal(await lines.stop(), 0)
+  const line = lines.output().split('\n').filter((text) => text.includes('"url"')).map((text) => JSON.parse(text))
+  assert.equal(line.length, 1, lines.output())
+  assert.deepEqual({ ...line[0], time: 0, pid: 0, hostname: '', reqId: '', ms: 0 }, { level: 30, time: 0, pid: 0, hostname: '', reqId: '', method: 'GET', url: '/healthz', statusCode: 200, ms: 0, msg: 'request completed' })
+  assert.equal(typeof line[0].ms, 'number')
+})
+
+async function waitFor (condition: () => boolean, describe: () => string): Promise<void> {
+  const deadline = Date.now() + 5000
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not seen within 5 s:\n${describe()}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
