@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
+import { tempDir } from '../helper.js'
 import { runCli } from '../process.js'
 
 test('petstore --help lists every command, with examples and exit codes', async () => {
@@ -49,11 +49,12 @@ test('an unknown command is a usage error: exit 2 with help', async () => {
   assert.match(stderr, /unknown command/)
 })
 
-test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, petstore elsewhere', async () => {
+test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, petstore elsewhere', async (t) => {
   const root = fileURLToPath(new URL('../..', import.meta.url))
   const bin = `${root}dist/petstore.mjs`
   const inClone = await promisify(execFile)(bin, ['--help'], { cwd: root })
   assert.match(inClone.stdout, /Examples:\n {2}\$ \.\/dist\/petstore\.mjs serve/)
-  const elsewhere = await promisify(execFile)(bin, ['--help'], { cwd: tmpdir() })
+  // An empty folder: one holding the clone (the system's temporary folder, in CI) would name it by its path.
+  const elsewhere = await promisify(execFile)(bin, ['--help'], { cwd: tempDir(t) })
   assert.match(elsewhere.stdout, /Examples:\n {2}\$ petstore serve/)
 })
