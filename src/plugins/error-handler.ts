@@ -96,8 +96,8 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
 }
 
 function notFoundError (request: FastifyRequest): ApiError {
-  const path = pathOf(request)
-  if (hasTrailingSlash(path) && routeMethods(request, path.replace(/\/+$/, '')).length > 0) {
+  const path = request.url.split('?', 1)[0] ?? '/'
+  if (hasTrailingSlash(request.url) && routeMethods(request, path.replace(/\/+$/, '')).length > 0) {
     return new ApiError(404, 'not_found', 'No resource at this path: the API\'s paths take no trailing slash')
   }
   const allowed = routeMethods(request, path)
@@ -105,21 +105,22 @@ function notFoundError (request: FastifyRequest): ApiError {
   return new ApiError(404, 'not_found', 'No resource at this path')
 }
 
-function pathOf (request: FastifyRequest): string {
-  return request.url.split('?', 1)[0] ?? '/'
-}
-
 function routeMethods (request: FastifyRequest, path: string): string[] {
   return ROUTE_METHODS.filter((method) => request.server.findRoute({ method, url: path }) !== null)
 }
 
 /**
- * An API path ending in "/" names no resource: one URL per resource keeps caches and the rate limit's
- * keys whole. (`/v1/pets/` would otherwise reach getPet with an empty petId and its misleading 400.)
+ * Whether the API path of `url` (query aside) ends in "/", which names no resource: one URL per
+ * resource keeps caches and the rate limit's keys whole. (`/v1/pets/` would otherwise reach getPet
+ * with an empty petId and its misleading 400.) Read in place, as every request asks.
  */
-function hasTrailingSlash (path: string): boolean {
-  return path.length > 4 && path.endsWith('/') && path.startsWith('/v1/')
+function hasTrailingSlash (url: string): boolean {
+  const query = url.indexOf('?')
+  const last = (query === -1 ? url.length : query) - 1
+  return last > 3 && url.charCodeAt(last) === SLASH && url.startsWith('/v1/')
 }
+
+const SLASH = 0x2f
 
 /** The 405 answer to `method` on a path that serves only the `allowed` methods (in ROUTE_METHODS order). */
 export function methodNotAllowed (method: string, allowed: string[]): ApiError {
@@ -154,7 +155,7 @@ export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) =
   // holds whatever the body is, so a body too large, of another type or malformed cannot answer first.
   // So is an API path with a trailing slash, which a route with a parameter last would otherwise take.
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    if (request.is404 || hasTrailingSlash(pathOf(request))) done(notFoundError(request))
+    if (request.is404 || hasTrailingSlash(request.url)) done(notFoundError(request))
     else done(null, payload)
   })
 }, { name: 'error-handler' })

@@ -18,6 +18,9 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   await app.inject({ url: '/v1/pets', headers })
   await app.inject({ url: '/v1/pets/7', headers })
   await app.inject({ url: '/v1/pets' })
+  await app.inject({ method: 'HEAD', url: '/v1/pets', headers })
+  await app.inject({ url: '/nothing', headers })
+  await app.inject({ method: 'DELETE', url: '/v1/pets', headers })
 
   const server = createMetricsServer(metrics).listen(0, '127.0.0.1')
   defer(t, () => server.close())
@@ -29,9 +32,13 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 2/)
   assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="404"\} 1/)
   assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="401"\} 1/)
+  assert.match(text, /http_requests_total\{method="HEAD",route="\/v1\/pets",status="200"\} 1/)
+  // Answered by no route: counted once each, under "unmatched".
+  assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="404"\} 1/)
+  assert.match(text, /http_requests_total\{method="DELETE",route="unmatched",status="405"\} 1/)
   assert.match(text, /http_request_duration_seconds_bucket\{le="0\.1",method="GET",route="\/v1\/pets",status="200"\} 2/)
   assert.match(text, /process_cpu_user_seconds_total \d/)
-  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 2/)
+  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 3/)
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
