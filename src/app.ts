@@ -115,7 +115,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const pets = metrics === undefined ? store.pets : meteredPetStore(store.pets, metrics.store)
 
   await app.register(async (v1) => {
-    await v1.register(auth, { verifier, rateLimiter })
+    await v1.register(auth, { verifier, rateLimiter, clock })
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     await v1.register(petRoutes, {

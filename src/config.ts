@@ -1,5 +1,6 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
+import { DURATION_PATTERN } from './api-keys/duration.js'
 
 /** A service root: scheme, host and optional path prefix, without /v1, query or fragment. */
 function BaseUrl (description: string) {
@@ -55,6 +56,11 @@ export const ConfigSchema = Type.Object({
     default: 256,
     description: 'open connections one client address may hold; more are closed at once'
   }),
+  API_KEY_DEFAULT_TTL: Type.Optional(Type.String({
+    pattern: DURATION_PATTERN,
+    description: 'the lifetime of a new API key made without --expires-in or --expires-at (the first key included); keys never expire unless set',
+    examples: ['90d', '24h']
+  })),
   REDIS_URL: Type.Optional(Type.String({
     pattern: '^rediss?://.+$',
     description: 'shares rate-limit counters between instances',

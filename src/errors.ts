@@ -9,7 +9,8 @@ export const ERROR_CATALOG = {
   bad_request: { status: 400, meaning: 'The request line or headers cannot be read (a malformed URL, say)' },
   validation_failed: { status: 400, meaning: 'A parameter or a body field is missing, unknown or out of range; the message names it' },
   invalid_json: { status: 400, meaning: 'The body is not well-formed JSON' },
-  unauthorized: { status: 401, meaning: 'No API key, or one that is unknown or revoked' },
+  unauthorized: { status: 401, meaning: 'No API key, or one that is unknown, revoked or expired' },
+  insufficient_scope: { status: 403, meaning: 'The API key does not hold the scope the operation needs; `WWW-Authenticate` names it' },
   not_found: { status: 404, meaning: 'No such resource or path' },
   method_not_allowed: { status: 405, meaning: 'The path exists but not with this method; `Allow` lists the methods' },
   request_timeout: { status: 408, meaning: 'The request took longer than 30 s to arrive' },
@@ -79,6 +80,7 @@ export interface ErrorResponse {
 const ERROR_RESPONSES: Record<number, Omit<ErrorResponse, 'status'>> = {
   400: { description: 'The request is malformed or holds invalid values', code: 'validation_failed', example: '`categoryId` must be an integer from 1 to 9223372036854775807' },
   401: { description: 'Missing or invalid API key', code: 'unauthorized', example: 'The API key is invalid or revoked', headers: ['WWW-Authenticate'] },
+  403: { description: 'The API key lacks the scope this operation needs', code: 'insufficient_scope', example: 'This operation needs the scope pets:write, which the API key does not hold', headers: ['WWW-Authenticate'] },
   404: { description: 'Not found', code: 'not_found', example: 'No pet with id 42' },
   409: { description: ERROR_CATALOG.idempotency_key_in_use.meaning, code: 'idempotency_key_in_use', example: 'A request with this Idempotency-Key is still being processed; retry later', headers: ['Retry-After'] },
   413: { description: ERROR_CATALOG.payload_too_large.meaning, code: 'payload_too_large', example: 'The body is larger than the limit of 16384 bytes (16 KiB)' },

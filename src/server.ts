@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import closeWithGrace from 'close-with-grace'
+import { defaultExpiry } from './api-keys/duration.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { buildApp } from './app.js'
 import { commandName } from './cli/command-name.js'
@@ -17,7 +18,7 @@ export async function serve (config: Config): Promise<void> {
   const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
   const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
   await migrateToLatest(store.db)
-  const firstKey = await createFirstApiKey(store.db)
+  const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, Date.now()) })
 
   const app = await buildApp({ config, store, logger, metrics })
   const metricsServer = metrics === undefined ? undefined : createMetricsServer(metrics)

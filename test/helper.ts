@@ -6,7 +6,7 @@ import { describe, type TestContext } from 'node:test'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
-import { insertApiKey } from '../src/api-keys/api-key.repository.js'
+import { insertApiKey, type NewApiKey } from '../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../src/api-keys/api-key.service.js'
 import type { ApiKeyVerifierOptions } from '../src/api-keys/api-key.verifier.js'
 import { buildApp, type Limits } from '../src/app.js'
@@ -97,9 +97,10 @@ export async function createTestStore (t: TestContext, kind: TestStore = SQLITE,
   return { store, db: store.db, databaseUrl }
 }
 
-export async function createKey (db: Db, name = 'test'): Promise<{ id: bigint, key: string }> {
+/** A new key in the store, with every scope and no expiry unless told; its id and its text. */
+export async function createKey (db: Db, name = 'test', options: Pick<NewApiKey, 'scopes' | 'expiresAt'> = {}, clock?: Clock): Promise<{ id: bigint, key: string }> {
   const { key, hash, hint } = generateApiKey()
-  return { id: await insertApiKey(db, { name, hash, hint }), key }
+  return { id: await insertApiKey(db, { name, hash, hint, ...options }, clock), key }
 }
 
 export interface TestApp {

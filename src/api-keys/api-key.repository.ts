@@ -4,9 +4,28 @@ import type { ApiKeyRow } from './api-key.table.js'
 
 export type ApiKeySummary = Omit<ApiKeyRow, 'key_hash'>
 
-export async function insertApiKey (db: Db, key: { name: string, hash: string, hint: string }, clock: Clock = systemClock): Promise<bigint> {
+/** A key to store: its hash and hint (never its text), what it may do and until when. */
+export interface NewApiKey {
+  name: string
+  hash: string
+  hint: string
+  /** Space-separated, as `scopeList` writes them; every scope when not given. */
+  scopes?: string
+  expiresAt?: Date
+  rotatedFrom?: bigint
+}
+
+export async function insertApiKey (db: Db, key: NewApiKey, clock: Clock = systemClock): Promise<bigint> {
   const row = await db.insertInto('api_keys')
-    .values({ name: key.name, key_hash: key.hash, key_hint: key.hint, created_at: isoNow(clock) })
+    .values({
+      name: key.name,
+      key_hash: key.hash,
+      key_hint: key.hint,
+      created_at: isoNow(clock),
+      ...(key.scopes !== undefined && { scopes: key.scopes }),
+      expires_at: key.expiresAt?.toISOString() ?? null,
+      rotated_from: key.rotatedFrom ?? null
+    })
     .returning('id')
     .executeTakeFirstOrThrow()
   return row.id
@@ -15,14 +34,14 @@ export async function insertApiKey (db: Db, key: { name: string, hash: string, h
 /** Every key ever made, revoked ones included, oldest first; never the hashes. */
 export async function findApiKeys (db: Db): Promise<ApiKeySummary[]> {
   return await db.selectFrom('api_keys')
-    .select(['id', 'name', 'key_hint', 'created_at', 'last_used_at', 'revoked_at'])
+    .select(['id', 'name', 'key_hint', 'scopes', 'created_at', 'expires_at', 'last_used_at', 'rotated_from', 'revoked_at'])
     .orderBy('id')
     .execute()
 }
 
-export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiKeyRow, 'id' | 'revoked_at'> | undefined> {
+export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiKeyRow, 'id' | 'revoked_at' | 'scopes' | 'expires_at'> | undefined> {
   return await db.selectFrom('api_keys')
-    .select(['id', 'revoked_at'])
+    .select(['id', 'revoked_at', 'scopes', 'expires_at'])
     .where('key_hash', '=', hash)
     .executeTakeFirst()
 }
@@ -36,6 +55,29 @@ export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClo
     .executeTakeFirst()
   if (result.numUpdatedRows > 0n) return true
   return (await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
+}
+
+/** Why a key cannot be rotated. */
+export class KeyNotRotatableError extends Error {
+  override name = 'KeyNotRotatableError'
+}
+
+/**
+ * Replaces key `id` with `replacement`, which takes its name and scopes and names it as rotated from;
+ * the old key expires `overlapMs` from now (or earlier, when it already expires sooner). One
+ * transaction: both keys change, or neither.
+ */
+export async function rotateApiKey (db: Db, id: bigint, replacement: Omit<NewApiKey, 'name' | 'scopes' | 'rotatedFrom'>, overlapMs: number, clock: Clock = systemClock): Promise<bigint> {
+  return await db.transaction().execute(async (trx) => {
+    const old = await trx.selectFrom('api_keys').select(['name', 'scopes', 'expires_at', 'revoked_at']).where('id', '=', id).executeTakeFirst()
+    if (old === undefined) throw new KeyNotRotatableError(`no API key with id ${id}`)
+    if (old.revoked_at !== null) throw new KeyNotRotatableError(`API key ${id} is revoked: make a new one with keys create`)
+    const endOfOverlap = new Date(clock.now() + overlapMs)
+    if (old.expires_at === null || new Date(old.expires_at) > endOfOverlap) {
+      await trx.updateTable('api_keys').set({ expires_at: endOfOverlap.toISOString() }).where('id', '=', id).execute()
+    }
+    return await insertApiKey(trx, { ...replacement, name: old.name, scopes: old.scopes, rotatedFrom: id }, clock)
+  })
 }
 
 export async function countApiKeys (db: Db): Promise<number> {

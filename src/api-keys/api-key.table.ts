@@ -11,6 +11,12 @@ export interface ApiKeyTable {
   created_at: string
   last_used_at: string | null
   revoked_at: string | null
+  /** The scopes the key holds, space-separated, shorthands as written (see scopes.ts). */
+  scopes: Generated<string>
+  /** When the key stops working (RFC 3339, UTC); null: never. */
+  expires_at: string | null
+  /** The key this one replaced (`keys rotate`). */
+  rotated_from: bigint | null
 }
 
 export type ApiKeyRow = Selectable<ApiKeyTable>

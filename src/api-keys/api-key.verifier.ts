@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { findApiKeyByHash, updateApiKeyLastUsed } from './api-key.repository.js'
 import { hashApiKey, isWellFormedApiKey } from './api-key.service.js'
+import { grantedScopes, type Scope } from './scopes.js'
 
 export interface ApiKeyVerifierOptions {
   /** How long a looked-up key is trusted before the store is asked again; revocation takes at most this long. */
@@ -15,9 +16,23 @@ export interface ApiKeyVerifierOptions {
 export const DEFAULT_VERIFIER_OPTIONS: ApiKeyVerifierOptions = { cacheTtlMs: 2000, cacheMax: 10_000, usageFlushMs: 10_000 }
 
 interface CachedKey {
-  id: bigint
   revoked: boolean
+  key: VerifiedKey
 }
+
+/** A key that may be used now: its id, what it may do, and when it stops working. */
+export interface VerifiedKey {
+  id: bigint
+  scopes: ReadonlySet<Scope>
+  /** Milliseconds since the epoch; undefined: never. */
+  expiresAt: number | undefined
+  /** The same instant as an HTTP-date, for the `API-Key-Expiration` header. */
+  expiration: string | undefined
+}
+
+/** What `verify` answers for a key that was valid and has expired. */
+export const EXPIRED = 'expired'
+export type KeyCheck = VerifiedKey | typeof EXPIRED | undefined
 
 /**
  * Checks presented keys against the store. Known keys are cached for a short time so that a request
@@ -39,8 +54,8 @@ export class ApiKeyVerifier {
     this.#flushTimer = setInterval(() => { this.flushUsage().catch(() => {}) }, options.usageFlushMs).unref()
   }
 
-  /** The id of the key when it is valid and not revoked; otherwise undefined. */
-  async verify (presented: string): Promise<bigint | undefined> {
+  /** The key when it is valid, not revoked and not expired; EXPIRED when it has expired; otherwise undefined. */
+  async verify (presented: string): Promise<KeyCheck> {
     if (!isWellFormedApiKey(presented)) return undefined
     const hash = hashApiKey(presented)
     const key = this.#cache.get(hash) ?? await this.#lookUp(hash)
@@ -54,7 +69,11 @@ export class ApiKeyVerifier {
     if (lookup === undefined) {
       lookup = findApiKeyByHash(this.#db, hash).then((row) => {
         if (row === undefined) return undefined
-        const key = { id: row.id, revoked: row.revoked_at !== null }
+        const expiresAt = row.expires_at === null ? undefined : Date.parse(row.expires_at)
+        const key = {
+          revoked: row.revoked_at !== null,
+          key: { id: row.id, scopes: grantedScopes(row.scopes), expiresAt, expiration: expiresAt === undefined ? undefined : new Date(expiresAt).toUTCString() }
+        }
         this.#cache.set(hash, key)
         return key
       }).finally(() => this.#lookups.delete(hash))
@@ -64,21 +83,24 @@ export class ApiKeyVerifier {
   }
 
   /**
-   * Without waiting: the id of a valid key looked up in the last seconds; undefined when the key is
+   * Without waiting: a valid key looked up in the last seconds, or EXPIRED; undefined when the key is
    * not in the cache (ask `verify`), revoked or malformed.
    */
-  verifyCached (presented: string): bigint | undefined {
+  verifyCached (presented: string): KeyCheck {
     if (!isWellFormedApiKey(presented)) return undefined
     const key = this.#cache.get(hashApiKey(presented))
     return key === undefined ? undefined : this.#admit(key)
   }
 
   // Keys are found by the SHA-256 of their text, never compared as text: the lookup's timing can
-  // tell only about digests, which gives no way to a valid key.
-  #admit (key: CachedKey): bigint | undefined {
-    if (key.revoked) return undefined
-    this.#lastUsed.set(key.id, this.#clock.now())
-    return key.id
+  // tell only about digests, which gives no way to a valid key. The expiry is checked on every use,
+  // cached or not, so a key is refused from the millisecond it expires, on every instance.
+  #admit ({ revoked, key }: CachedKey): KeyCheck {
+    if (revoked) return undefined
+    const now = this.#clock.now()
+    if (key.expiresAt !== undefined && now >= key.expiresAt) return EXPIRED
+    this.#lastUsed.set(key.id, now)
+    return key
   }
 
   /** Writes the last-used times gathered since the previous flush. */

@@ -8,7 +8,7 @@ import { generateApiKey } from './api-key.service.js'
  * returns its text, or undefined when the store already has (or had) keys. Of several instances
  * starting together on an empty store, only the one that claims the `first_key_created` row makes it.
  */
-export async function createFirstApiKey (db: Db, clock: Clock = systemClock): Promise<string | undefined> {
+export async function createFirstApiKey (db: Db, { expiresAt, clock = systemClock }: { expiresAt?: Date, clock?: Clock } = {}): Promise<string | undefined> {
   if (await countApiKeys(db) > 0) return undefined
   return await db.transaction().execute(async (trx) => {
     const claim = await trx.insertInto('settings')
@@ -17,7 +17,7 @@ export async function createFirstApiKey (db: Db, clock: Clock = systemClock): Pr
       .executeTakeFirst()
     if (claim.numInsertedOrUpdatedRows !== 1n) return undefined
     const { key, hash, hint } = generateApiKey()
-    await insertApiKey(trx, { name: 'first key', hash, hint }, clock)
+    await insertApiKey(trx, { name: 'first key', hash, hint, expiresAt }, clock)
     return key
   })
 }

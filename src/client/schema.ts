@@ -14,12 +14,16 @@ export interface paths {
         /**
          * List animals
          * @description Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `pets:read`.
          */
         get: operations["listPets"];
         put?: never;
         /**
          * Add an animal
          * @description Stores the animal and answers it with the id the service gave it. Send an `Idempotency-Key` to make retries safe.
+         *
+         *     Requires an API key with the scope `pets:write`.
          */
         post: operations["createPet"];
         delete?: never;
@@ -29,6 +33,8 @@ export interface paths {
          * @description The headers of `GET` on this path, without its body.
          *
          *     Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `pets:read`.
          */
         head: operations["listPets-head"];
         patch?: never;
@@ -45,6 +51,8 @@ export interface paths {
          * Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets)
          * @deprecated
          * @description Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.
+         *
+         *     Requires an API key with the scope `pets:read`.
          */
         get: operations["getPet"];
         put?: never;
@@ -57,6 +65,8 @@ export interface paths {
          * @description The headers of `GET` on this path, without its body.
          *
          *     Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.
+         *
+         *     Requires an API key with the scope `pets:read`.
          */
         head: operations["getPet-head"];
         patch?: never;
@@ -72,12 +82,16 @@ export interface paths {
         /**
          * List orders (experimental)
          * @description Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `orders:read`.
          */
         get: operations["listOrders"];
         put?: never;
         /**
          * Order an animal (experimental)
          * @description The animal must be `available`; in one transaction the order is `placed` and the animal becomes `pending`.
+         *
+         *     Requires an API key with the scope `orders:write`.
          */
         post: operations["createOrder"];
         delete?: never;
@@ -87,6 +101,8 @@ export interface paths {
          * @description The headers of `GET` on this path, without its body.
          *
          *     Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `orders:read`.
          */
         head: operations["listOrders-head"];
         patch?: never;
@@ -102,6 +118,8 @@ export interface paths {
         /**
          * Fetch one order (experimental)
          * @description The order with this id, in its current status.
+         *
+         *     Requires an API key with the scope `orders:read`.
          */
         get: operations["getOrder"];
         put?: never;
@@ -113,11 +131,15 @@ export interface paths {
          * @description The headers of `GET` on this path, without its body.
          *
          *     The order with this id, in its current status.
+         *
+         *     Requires an API key with the scope `orders:read`.
          */
         head: operations["getOrder-head"];
         /**
          * Move an order to another status (experimental)
          * @description Allowed moves: `placed` → `approved`; `approved` → `delivered` (the animal becomes `sold`); `placed` → `cancelled` (the animal becomes `available`); `approved` → `cancelled` (the animal becomes `available`). Any other move answers 409 `invalid_transition` and changes nothing.
+         *
+         *     Requires an API key with the scope `orders:write`.
          */
         patch: operations["updateOrderStatus"];
         trace?: never;
@@ -132,7 +154,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */
@@ -268,6 +290,7 @@ export interface components {
         /** @description The request is malformed or holds invalid values */
         BadRequest: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -286,6 +309,7 @@ export interface components {
         /** @description A request with the same `Idempotency-Key` is still being processed */
         Conflict: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "Retry-After": components["headers"]["Retry-After"];
@@ -305,6 +329,7 @@ export interface components {
         /** @description The body is larger than 16 KiB */
         ContentTooLarge: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -320,9 +345,30 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The API key lacks the scope this operation needs */
+        Forbidden: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "insufficient_scope",
+                 *       "message": "This operation needs the scope pets:write, which the API key does not hold",
+                 *       "status": 403
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A fault in the service; it is logged with the request id */
         InternalError: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -342,6 +388,7 @@ export interface components {
         MethodNotAllowed: {
             headers: {
                 Allow: components["headers"]["Allow"];
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -360,6 +407,7 @@ export interface components {
         /** @description Not found */
         NotFound: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -378,6 +426,7 @@ export interface components {
         /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
         ServiceUnavailable: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "Retry-After": components["headers"]["Retry-After"];
@@ -397,6 +446,7 @@ export interface components {
         /** @description Too many requests; retry after `Retry-After` seconds */
         TooManyRequests: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "Retry-After": components["headers"]["Retry-After"];
@@ -416,6 +466,7 @@ export interface components {
         /** @description Missing or invalid API key */
         Unauthorized: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -435,6 +486,7 @@ export interface components {
         /** @description The `Idempotency-Key` was used before with a different body */
         UnprocessableContent: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -453,6 +505,7 @@ export interface components {
         /** @description The body is not `application/json` in UTF-8 */
         UnsupportedMediaType: {
             headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -497,6 +550,8 @@ export interface components {
     headers: {
         /** @description The methods this path serves */
         Allow: string;
+        /** @description When the API key expires (HTTP-date), sent while that is less than 7 days away, so that clients can warn their operators */
+        "API-Key-Expiration": string;
         /** @description RFC 9745: when the operation was deprecated, as `@` and Unix seconds */
         Deprecation: string;
         /** @description Present on the stored answer to a retry with the same `Idempotency-Key` */
@@ -539,6 +594,7 @@ export interface operations {
             /** @description A page of animals */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -566,6 +622,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -592,6 +649,7 @@ export interface operations {
             /** @description The animal as stored; `Location` gives its URL */
             201: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -613,6 +671,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -629,6 +688,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["ContentTooLarge"];
@@ -658,6 +718,7 @@ export interface operations {
             /** @description A page of animals */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -668,6 +729,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -677,6 +739,18 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -688,6 +762,7 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -697,6 +772,7 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -707,6 +783,7 @@ export interface operations {
             /** @description A fault in the service; it is logged with the request id */
             500: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -716,6 +793,7 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -743,6 +821,7 @@ export interface operations {
             /** @description The animal */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -765,6 +844,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -786,6 +866,7 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -805,9 +886,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "This operation needs the scope pets:write, which the API key does not hold",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -830,6 +935,7 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -851,6 +957,7 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -873,6 +980,7 @@ export interface operations {
             /** @description A fault in the service; it is logged with the request id */
             500: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -894,6 +1002,7 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -933,6 +1042,7 @@ export interface operations {
             /** @description The animal */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -945,6 +1055,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -957,6 +1068,21 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -970,6 +1096,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -983,6 +1110,7 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -995,6 +1123,7 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1008,6 +1137,7 @@ export interface operations {
             /** @description A fault in the service; it is logged with the request id */
             500: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1020,6 +1150,7 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1051,6 +1182,7 @@ export interface operations {
             /** @description A page of orders */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1073,6 +1205,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1101,6 +1234,7 @@ export interface operations {
             /** @description The order, `placed`; `Location` gives its URL */
             201: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1122,6 +1256,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1138,10 +1273,12 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             /** @description The pet is not available */
             409: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1162,6 +1299,7 @@ export interface operations {
             /** @description No pet has this petId */
             422: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1201,6 +1339,7 @@ export interface operations {
             /** @description A page of orders */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1211,6 +1350,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1220,6 +1360,18 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1231,6 +1383,7 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1240,6 +1393,7 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1250,6 +1404,7 @@ export interface operations {
             /** @description A fault in the service; it is logged with the request id */
             500: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1259,6 +1414,7 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1286,6 +1442,7 @@ export interface operations {
             /** @description The order */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1306,6 +1463,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1322,11 +1480,13 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1365,6 +1525,7 @@ export interface operations {
             /** @description The order */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1374,6 +1535,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1383,6 +1545,18 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1393,6 +1567,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1403,6 +1578,7 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1412,6 +1588,7 @@ export interface operations {
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1422,6 +1599,7 @@ export interface operations {
             /** @description A fault in the service; it is logged with the request id */
             500: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1431,6 +1609,7 @@ export interface operations {
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1465,6 +1644,7 @@ export interface operations {
             /** @description The order in its new status */
             200: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1485,6 +1665,7 @@ export interface operations {
             /** @description The request is malformed or holds invalid values */
             400: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1501,11 +1682,13 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1524,6 +1707,7 @@ export interface operations {
             /** @description The order cannot make this move; nothing changed */
             409: {
                 headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;

@@ -4,13 +4,15 @@ import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys
 import * as addInstallationId from './migrations/002-add-installation-id.js'
 import * as createIdempotencyKeys from './migrations/003-create-idempotency-keys.js'
 import * as createOrders from './migrations/004-create-orders.js'
+import * as addApiKeyScopesAndExpiry from './migrations/005-add-api-key-scopes-and-expiry.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
-const MIGRATIONS: Record<string, Migration> = {
+export const MIGRATIONS: Record<string, Migration> = {
   '001-create-pets-and-api-keys': createPetsAndApiKeys,
   '002-add-installation-id': addInstallationId,
   '003-create-idempotency-keys': createIdempotencyKeys,
-  '004-create-orders': createOrders
+  '004-create-orders': createOrders,
+  '005-add-api-key-scopes-and-expiry': addApiKeyScopesAndExpiry
 }
 
 /** Brings the store's schema to the latest version; safe to run again and from every entry point. */

@@ -22,6 +22,10 @@ export const HEADER_COMPONENTS = {
     description: 'draft-ietf-httpapi-ratelimit-headers-11: requests left (`r`) and seconds until the window resets (`t`); absent while limiting is off',
     schema: { type: 'string', examples: ['"default";r=598;t=41'] }
   },
+  'API-Key-Expiration': {
+    description: 'When the API key expires (HTTP-date), sent while that is less than 7 days away, so that clients can warn their operators',
+    schema: { type: 'string', examples: ['Mon, 01 Mar 2027 00:00:00 GMT'] }
+  },
   'RateLimit-Policy': {
     description: 'draft-ietf-httpapi-ratelimit-headers-11: the quota (`q`) per window of `w` seconds; absent while limiting is off',
     schema: { type: 'string', examples: ['"default";q=600;w=60'] }
@@ -42,15 +46,16 @@ export function responseHeaders (...names: HeaderName[]): Record<string, unknown
   return Object.fromEntries(names.map((name) => [name, { ...HEADER_COMPONENTS[name].schema, description: HEADER_COMPONENTS[name].description }]))
 }
 
-const RATE_LIMITED: HeaderName[] = ['RateLimit', 'RateLimit-Policy']
+// Every operation is under /v1: behind a key, and counted by the rate limit.
+const KEYED: HeaderName[] = ['RateLimit', 'RateLimit-Policy', 'API-Key-Expiration']
 const DEPRECATED: HeaderName[] = ['Deprecation', 'Sunset', 'Link']
 
 interface Operation { deprecated?: boolean, responses?: Record<string, { headers?: Record<string, unknown> }> }
 
 /**
- * Every response of every operation (all under /v1, so all counted by the rate limit) gets the
- * headers it carries, each as a `$ref` to its component: its own, the rate limit's, and on a
- * deprecated operation the deprecation's.
+ * Every response of every operation (all under /v1, so all behind a key and counted by the rate
+ * limit) gets the headers it carries, each as a `$ref` to its component: its own, the rate limit's
+ * and the key's expiry, and on a deprecated operation the deprecation's.
  */
 export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
   for (const item of Object.values(paths)) {
@@ -58,7 +63,7 @@ export function declareHeaders (paths: Record<string, Record<string, Operation>>
       for (const response of Object.values(operation.responses ?? {})) {
         const names = new Set([
           ...Object.keys(response.headers ?? {}) as HeaderName[],
-          ...RATE_LIMITED,
+          ...KEYED,
           ...operation.deprecated === true ? DEPRECATED : []
         ])
         response.headers = Object.fromEntries([...names].map((name) => {

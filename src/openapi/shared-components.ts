@@ -12,6 +12,7 @@ type Paths = Record<string, Record<string, Operation>>
 const ERROR_RESPONSE_NAMES: Record<string, string> = {
   400: 'BadRequest',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
   409: 'Conflict',

@@ -32,6 +32,7 @@ const INVALID_TRANSITION = {
 /** Experimental store orders: placing one holds a pet, and its transitions sell or release it. */
 export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { db, clock, cursorCodec, apiUrl }) => {
   app.post('/store/orders', {
+    config: { scope: 'orders:write' },
     schema: {
       ...EXPERIMENTAL,
       operationId: 'createOrder',
@@ -40,7 +41,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       body: NewOrder,
       response: {
         201: { ...Order, description: 'The order, `placed`; `Location` gives its URL', headers: responseHeaders('Location') },
-        ...errorResponses(PET_ID_INVALID, 401, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 500, 503)
+        ...errorResponses(PET_ID_INVALID, 401, 403, PET_NOT_AVAILABLE, 413, 415, PET_NOT_FOUND, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
@@ -53,13 +54,14 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
   })
 
   app.get('/store/orders', {
+    config: { scope: 'orders:read' },
     schema: {
       ...EXPERIMENTAL,
       operationId: 'listOrders',
       summary: 'List orders (experimental)',
       description: 'Orders in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       querystring: ListOrdersQuery,
-      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 500, 503) }
+      response: { 200: { ...OrderList, description: 'A page of orders', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 403, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -72,13 +74,14 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
   })
 
   app.get('/store/orders/:orderId', {
+    config: { scope: 'orders:read' },
     schema: {
       ...EXPERIMENTAL,
       operationId: 'getOrder',
       summary: 'Fetch one order (experimental)',
       description: 'The order with this id, in its current status.',
       params: OrderIdParams,
-      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, 429, 500, 503) }
+      response: { 200: { ...Order, description: 'The order' }, ...errorResponses(ORDER_ID_INVALID, 401, 403, ORDER_NOT_FOUND, 429, 500, 503) }
     }
   }, async (request) => {
     const { orderId } = request.params
@@ -88,6 +91,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
   })
 
   app.patch('/store/orders/:orderId', {
+    config: { scope: 'orders:write' },
     schema: {
       ...EXPERIMENTAL,
       operationId: 'updateOrderStatus',
@@ -99,7 +103,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       body: OrderStatusChange,
       response: {
         200: { ...Order, description: 'The order in its new status' },
-        ...errorResponses(ORDER_ID_INVALID, 401, ORDER_NOT_FOUND, INVALID_TRANSITION, 413, 415, 429, 500, 503)
+        ...errorResponses(ORDER_ID_INVALID, 401, 403, ORDER_NOT_FOUND, INVALID_TRANSITION, 413, 415, 429, 500, 503)
       }
     }
   }, async (request) => {

@@ -28,13 +28,14 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
   const petUrlPrefix = apiUrl('/pets/')
 
   app.get('/pets', {
+    config: { scope: 'pets:read' },
     schema: {
       operationId: 'listPets',
       summary: 'List animals',
       description: 'Animals in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.',
       tags: ['pets'],
       querystring: ListPetsQuery,
-      response: { 200: { ...PetList, description: 'A page of animals', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 429, 500, 503) }
+      response: { 200: { ...PetList, description: 'A page of animals', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 403, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
@@ -52,6 +53,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
   })
 
   app.post('/pets', {
+    config: { scope: 'pets:write' },
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
@@ -61,7 +63,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       body: NewPet,
       response: {
         201: { ...Pet, description: 'The animal as stored; `Location` gives its URL', headers: responseHeaders('Location', 'Idempotent-Replayed') },
-        ...errorResponses(400, 401, 409, 413, 415, 422, 429, 500, 503)
+        ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
@@ -83,6 +85,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
 
   app.get('/pets/:petId', {
     config: {
+      scope: 'pets:read',
       deprecation: deprecationHeaders({
         since: GET_PET_DEPRECATED_SINCE,
         sunset: GET_PET_SUNSET,
@@ -97,7 +100,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,
-      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'Path parameter `petId` must be an integer from 1 to 9223372036854775807'), 401, 404, 429, 500, 503) }
+      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'Path parameter `petId` must be an integer from 1 to 9223372036854775807'), 401, 403, 404, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { petId } = request.params

@@ -1,5 +1,7 @@
 import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
+import type { FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
+import { SCOPES, type Scope } from '../api-keys/scopes.js'
 import type { Config } from '../config.js'
 import { ERROR_CATALOG } from '../errors.js'
 import { boundInt64, stringifyDocument } from '../openapi/int64-bounds.js'
@@ -19,7 +21,10 @@ const API_PREFIX = '/v1'
 
 const DESCRIPTION = `A store of animals for sale, as JSON over HTTP.
 
-Every request needs \`Authorization: Bearer <API_KEY>\` (make a key with \`petstore keys create\`).
+Every request needs \`Authorization: Bearer <API_KEY>\` (make a key with \`petstore keys create\`), and the
+key must hold the scope the operation names (${SCOPES.map((scope) => `\`${scope}\``).join(', ')}; \`*:read\` and
+\`*\` stand for every read scope and for every scope). A key expiring within 7 days says so on every
+answer, in \`API-Key-Expiration\` (an HTTP-date).
 Every error has the \`Error\` body \`{code, message, status}\`, where \`status\` equals the HTTP status:
 
 | code | status | when |
@@ -33,6 +38,16 @@ authenticated one \`Cache-Control: no-store\`:
 |---|---|
 ${Object.entries(GENERAL_HEADERS).filter(([name]) => name !== 'cache-control').map(([name, value]) => `| \`${name}\` | \`${value}\` |`).join('\n')}
 `
+
+/**
+ * An operation's required scope, in its security requirement (OpenAPI lets a bearer scheme list the
+ * roles it needs) and in its description, which /docs shows.
+ */
+function withScope (schema: FastifySchema, scope: Scope | undefined): FastifySchema {
+  if (scope === undefined) return schema
+  const description = `${(schema as { description?: string }).description ?? ''}\n\nRequires an API key with the scope \`${scope}\`.`.trimStart()
+  return { ...schema, security: [{ bearerAuth: [scope] }], description } as FastifySchema
+}
 
 /** The OpenAPI servers: production (or this host when PUBLIC_BASE_URL is unset) and staging, each ending in /v1. */
 function servers (config: Config) {
@@ -69,7 +84,10 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     // Paths are relative to the servers, which end in /v1 whatever prefix PUBLIC_BASE_URL has.
     stripBasePath: false,
     exposeHeadRoutes: true,
-    transform: ({ schema, url }) => ({ schema, url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url }),
+    transform: ({ schema, url, route }) => ({
+      schema: withScope(schema, route.config?.scope),
+      url: url.startsWith(`${API_PREFIX}/`) ? url.slice(API_PREFIX.length) : url
+    }),
     // The named schemas go in last: @fastify/swagger would drop what a component says beside a $ref.
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: { paths?: unknown, components?: { schemas?: object } } }).openapiObject

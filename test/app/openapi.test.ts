@@ -33,10 +33,10 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.equal(getPet.deprecated, true)
   assert.equal(doc.paths['/pets'].get.deprecated, undefined)
 
-  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '405', '409', '413', '415', '422', '429', '500', '503'])
-  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '405', '429', '500', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '403', '405', '409', '413', '415', '422', '429', '500', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '403', '405', '429', '500', '503'])
   assert.equal(doc.paths['/pets'].post.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
-  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '404', '405', '429', '500', '503'])
+  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '429', '500', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
   assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Error', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'])
   assert.deepEqual(doc.paths['/pets'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewPet' })
@@ -165,7 +165,7 @@ test('error responses and parameters are reusable components; HEAD is declared; 
   const served = await testApp.app.inject({ url: '/v1/openapi.json' })
   const doc = served.json()
   assert.deepEqual(Object.keys(doc.components.responses).sort(), [
-    'BadRequest', 'Conflict', 'ContentTooLarge', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
+    'BadRequest', 'Conflict', 'ContentTooLarge', 'Forbidden', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
     'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType'
   ])
   const text = JSON.stringify(doc.paths)
@@ -186,4 +186,22 @@ test('error responses and parameters are reusable components; HEAD is declared; 
   assert.equal(doc.components.schemas.Pet.properties.id.format, 'int64')
   assert.match(served.body, /"format":"int64","minimum":1,"description":"Unique identifier[^}]*"maximum":9223372036854775807\}/)
   assert.doesNotMatch(served.body, /9223372036854776000/)
+})
+
+test('each operation states the scope it needs, in its security requirement and its description', async (t) => {
+  const testApp = await build(t)
+  const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
+  const scopes: Record<string, string> = {}
+  for (const [path, item] of Object.entries<Record<string, { operationId: string, security: unknown, description: string }>>(doc.paths)) {
+    for (const operation of Object.values(item)) {
+      const scope = /Requires an API key with the scope `([^`]+)`\.$/.exec(operation.description)?.[1]
+      assert.ok(scope !== undefined, `${operation.operationId} (${path}) names its scope`)
+      assert.deepEqual(operation.security, [{ bearerAuth: [scope] }], operation.operationId)
+      scopes[operation.operationId] = scope
+    }
+  }
+  assert.deepEqual(scopes, {
+    listPets: 'pets:read', 'listPets-head': 'pets:read', createPet: 'pets:write', getPet: 'pets:read', 'getPet-head': 'pets:read',
+    listOrders: 'orders:read', 'listOrders-head': 'orders:read', createOrder: 'orders:write', getOrder: 'orders:read', 'getOrder-head': 'orders:read', updateOrderStatus: 'orders:write'
+  })
 })

@@ -23,8 +23,8 @@ forEachStore((store) => {
 
     const table = await runCli(['keys', 'list'], env)
     const [header, row, ...rest] = table.stdout.trimEnd().split('\n')
-    assert.match(header!, /^ID {2}NAME {5}KEY {6,}CREATED {2,}LAST USED {2,}STATUS$/, 'a plain, aligned table')
-    assert.match(row!, new RegExp(`^1 {3}billing {2}ps_…${key.slice(-4)} {2,}\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z {2}never {5,}active$`))
+    assert.match(header!, /^ID {2}NAME {5}KEY {6,}SCOPES {2}CREATED {2,}EXPIRES {2}LAST USED {2}ROTATED FROM {2}STATUS$/, 'a plain, aligned table')
+    assert.match(row!, new RegExp(`^1 {3}billing {2}ps_…${key.slice(-4)} {2,}\\* {7}\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z {2}never {4}never {6}- {13}active$`))
     assert.equal(header!.indexOf('STATUS'), row!.indexOf('active'), 'columns line up')
     assert.deepEqual(rest, [])
     assert.ok(!table.stdout.includes(key))
@@ -43,6 +43,63 @@ forEachStore((store) => {
     assert.match(unknown.stderr, /no API key with id 99/)
     assert.equal((await runCli(['keys', 'revoke', 'abc'], env)).code, 2)
     assert.equal((await runCli(['keys', 'create'], env)).code, 2, '--name is required')
+  })
+
+  test('keys create takes scopes and a lifetime; keys rotate makes a replacement; keys list --json shows them all', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const created = await runCli(['keys', 'create', '--name', 'shop', '--scope', 'pets:read', '--scope', 'orders:write', '--expires-in', '90d'], env)
+    assert.equal(created.code, 0, created.stderr)
+    assert.match(created.stdout, /^Created API key 1 \(shop\) with the scopes orders:write pets:read, expiring at \d{4}-\d\d-\d\dT[\d:.]+Z\./m)
+    const until = await runCli(['keys', 'create', '--name', 'until', '--expires-at', '2099-03-01T00:00:00Z', '--scope', '*:read'], env)
+    assert.equal(until.code, 0, until.stderr)
+
+    const rotated = await runCli(['keys', 'rotate', '1', '--overlap', '1h'], env)
+    assert.equal(rotated.code, 0, rotated.stderr)
+    assert.match(rotated.stdout, /^Rotated API key 1: key 3 replaces it/m)
+    const newKey = rotated.stdout.trimEnd().split('\n').at(-1)!
+    assert.match(newKey, /^ps_[0-9A-Za-z]{38}$/)
+
+    const keys = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout)
+    assert.deepEqual(keys.map((key: Record<string, unknown>) => Object.keys(key)), Array(3).fill(['id', 'name', 'hint', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'rotatedFrom', 'expired', 'revoked', 'revokedAt']))
+    const [shop, later, replacement] = keys
+    assert.deepEqual(shop.scopes, ['orders:write', 'pets:read'])
+    const overlapEnd = Date.parse(shop.expiresAt) - Date.now()
+    assert.ok(overlapEnd > 3_500_000 && overlapEnd <= 3_600_000, `the old key expires when the overlap ends, in ${overlapEnd} ms`)
+    assert.deepEqual([later.scopes, later.expiresAt, later.rotatedFrom], [['*:read'], '2099-03-01T00:00:00.000Z', null])
+    assert.deepEqual([replacement.name, replacement.scopes, replacement.rotatedFrom, replacement.expiresAt, replacement.expired], ['shop', ['orders:write', 'pets:read'], 1, null, false])
+    assert.equal(replacement.hint, `ps_…${newKey.slice(-4)}`)
+  })
+
+  test('keys create and rotate refuse unknown scopes, malformed lifetimes and past dates with exit 2', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const cases: Array<[string[], RegExp]> = [
+      [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, orders:read, orders:write, events:read, webhooks:write, \*, \*:read/],
+      [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer and one unit of s, m, h or d/],
+      [['keys', 'create', '--name', 'x', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at 2020-01-01T00:00:00.000Z is already past/],
+      [['keys', 'create', '--name', 'x', '--expires-at', 'tomorrow'], /RFC 3339/],
+      [['keys', 'create', '--name', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'], /not both/],
+      [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/]
+    ]
+    for (const [args, message] of cases) {
+      const result = await runCli(args, env)
+      assert.equal(result.code, 2, args.join(' '))
+      assert.match(result.stderr, message, args.join(' '))
+    }
+    const missing = await runCli(['keys', 'rotate', '9'], env)
+    assert.equal(missing.code, 1)
+    assert.match(missing.stderr, /no API key with id 9/)
+    await runCli(['keys', 'create', '--name', 'gone'], env)
+    await runCli(['keys', 'revoke', '1'], env)
+    assert.match((await runCli(['keys', 'rotate', '1'], env)).stderr, /API key 1 is revoked/)
+  })
+
+  test('API_KEY_DEFAULT_TTL gives a key made without a lifetime one', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t), API_KEY_DEFAULT_TTL: '30d' }
+    assert.equal((await runCli(['keys', 'create', '--name', 'a'], env)).code, 0)
+    const [key] = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout)
+    const lifetime = Date.parse(key.expiresAt) - Date.parse(key.createdAt)
+    assert.ok(Math.abs(lifetime - 30 * 86_400_000) < 60_000, `${lifetime} ms`)
+    assert.equal((await runCli(['keys', 'list'], { ...env, API_KEY_DEFAULT_TTL: '30 days' })).code, 2, 'a malformed default is a configuration error')
   })
 
   test('migrate is idempotent', async (t) => {

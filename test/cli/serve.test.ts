@@ -153,3 +153,12 @@ async function waitFor (condition: () => boolean, describe: () => string): Promi
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer announces in its last 7 days', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, API_KEY_DEFAULT_TTL: '2d' })
+  const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
+  const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+  assert.equal(response.status, 200)
+  const expiresIn = Date.parse(response.headers.get('api-key-expiration')!) - Date.now()
+  assert.ok(expiresIn > 2 * 86_400_000 - 120_000 && expiresIn <= 2 * 86_400_000, `${expiresIn} ms`)
+})

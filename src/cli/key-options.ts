@@ -1,0 +1,44 @@
+import { InvalidArgumentError } from 'commander'
+import { defaultExpiry, parseDuration } from '../api-keys/duration.js'
+import { scopeList, UnknownScopeError } from '../api-keys/scopes.js'
+
+/** `--scope`, repeatable: each checked as it is read, gathered in order. */
+export function collectScope (scope: string, scopes: string[] = []): string[] {
+  try {
+    scopeList([scope])
+  } catch (error) {
+    if (error instanceof UnknownScopeError) throw new InvalidArgumentError(error.message)
+    throw error
+  }
+  return [...scopes, scope]
+}
+
+/** `--expires-in` and `--overlap`: an integer and one unit of s, m, h or d; in milliseconds. */
+export function parseDurationOption (text: string): number {
+  const ms = parseDuration(text)
+  if (ms === undefined) throw new InvalidArgumentError('a duration is an integer and one unit of s, m, h or d, such as 90d or 24h')
+  return ms
+}
+
+/** `--expires-at`: an RFC 3339 date and time with its offset, such as 2027-03-01T00:00:00Z. */
+export function parseInstant (text: string): Date {
+  const at = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/i.test(text) ? new Date(text) : undefined
+  if (at === undefined || Number.isNaN(at.getTime())) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
+  return at
+}
+
+/** The lifetime options of `keys create` and `keys rotate`. */
+export interface LifetimeOptions {
+  expiresIn?: number
+  expiresAt?: Date
+}
+
+/**
+ * When a new key expires: as asked, else after API_KEY_DEFAULT_TTL (`defaultTtl`), else never.
+ * Throws for a moment already past, or for both options at once.
+ */
+export function expiryOf ({ expiresIn, expiresAt }: LifetimeOptions, defaultTtl: string | undefined, now: number): Date | undefined {
+  if (expiresIn !== undefined && expiresAt !== undefined) throw new InvalidArgumentError('give --expires-in or --expires-at, not both')
+  if (expiresAt !== undefined && expiresAt.getTime() <= now) throw new InvalidArgumentError(`--expires-at ${expiresAt.toISOString()} is already past`)
+  return expiresAt ?? (expiresIn === undefined ? defaultExpiry(defaultTtl, now) : new Date(now + expiresIn))
+}
