@@ -61,6 +61,7 @@ test('a real browser renders /docs from /v1/openapi.json: the operations, the na
   await getPet.locator('.responses-table').first().waitFor()
   assert.match(await getPet.innerText(), /"name": "Rex"/)
   assert.match(await getPet.innerText(), /Use GET \/pets \(listPets\) with the status filter instead/, 'its description names the replacement')
+  assert.match(await getPet.innerText(), /Requires an API key with the scope pets:read\./, 'and the scope it needs')
 
   mkdirSync('test-results', { recursive: true })
   await page.screenshot({ path: SCREENSHOT, fullPage: true })
