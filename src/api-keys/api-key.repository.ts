@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { isoNow, systemClock, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import type { ApiKeyRow } from './api-key.table.js'
@@ -64,20 +65,33 @@ export class KeyNotRotatableError extends Error {
 
 /**
  * Replaces key `id` with `replacement`, which takes its name and scopes and names it as rotated from;
- * the old key expires `overlapMs` from now (or earlier, when it already expires sooner). One
- * transaction: both keys change, or neither.
+ * the old key expires `overlapMs` from now (or keeps an earlier expiry). One statement claims the old
+ * key, so a revocation or expiry that lands meanwhile cannot be rotated past. Resolves the new key's
+ * id and when the old one stops working.
  */
-export async function rotateApiKey (db: Db, id: bigint, replacement: Omit<NewApiKey, 'name' | 'scopes' | 'rotatedFrom'>, overlapMs: number, clock: Clock = systemClock): Promise<bigint> {
+export async function rotateApiKey (db: Db, id: bigint, replacement: Omit<NewApiKey, 'name' | 'scopes' | 'rotatedFrom'>, overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, oldKeyExpiresAt: string }> {
   return await db.transaction().execute(async (trx) => {
-    const old = await trx.selectFrom('api_keys').select(['name', 'scopes', 'expires_at', 'revoked_at']).where('id', '=', id).executeTakeFirst()
-    if (old === undefined) throw new KeyNotRotatableError(`no API key with id ${id}`)
-    if (old.revoked_at !== null) throw new KeyNotRotatableError(`API key ${id} is revoked: make a new one with keys create`)
-    const endOfOverlap = new Date(clock.now() + overlapMs)
-    if (old.expires_at === null || new Date(old.expires_at) > endOfOverlap) {
-      await trx.updateTable('api_keys').set({ expires_at: endOfOverlap.toISOString() }).where('id', '=', id).execute()
-    }
-    return await insertApiKey(trx, { ...replacement, name: old.name, scopes: old.scopes, rotatedFrom: id }, clock)
+    const now = isoNow(clock)
+    const endOfOverlap = new Date(clock.now() + overlapMs).toISOString()
+    // ISO 8601 texts in UTC, all written by toISOString, sort as the instants they name.
+    const old = await trx.updateTable('api_keys')
+      .set({ expires_at: sql<string>`case when expires_at is null or expires_at > ${endOfOverlap} then ${endOfOverlap} else expires_at end` })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+      .returning(['name', 'scopes', 'expires_at'])
+      .executeTakeFirst()
+    if (old === undefined) throw await notRotatable(trx, id)
+    const newId = await insertApiKey(trx, { ...replacement, name: old.name, scopes: old.scopes, rotatedFrom: id }, clock)
+    return { id: newId, oldKeyExpiresAt: old.expires_at! }
   })
+}
+
+async function notRotatable (db: Db, id: bigint): Promise<KeyNotRotatableError> {
+  const key = await db.selectFrom('api_keys').select(['revoked_at', 'expires_at']).where('id', '=', id).executeTakeFirst()
+  if (key === undefined) return new KeyNotRotatableError(`no API key with id ${id}`)
+  if (key.revoked_at !== null) return new KeyNotRotatableError(`API key ${id} is revoked: make a new one with keys create`)
+  return new KeyNotRotatableError(`API key ${id} expired at ${key.expires_at}: make a new one with keys create`)
 }
 
 export async function countApiKeys (db: Db): Promise<number> {

@@ -69,7 +69,8 @@ export class ApiKeyVerifier {
     if (lookup === undefined) {
       lookup = findApiKeyByHash(this.#db, hash).then((row) => {
         if (row === undefined) return undefined
-        const expiresAt = row.expires_at === null ? undefined : Date.parse(row.expires_at)
+        // An expiry that cannot be read (a hand edit) counts as past, never as "never".
+        const expiresAt = row.expires_at === null ? undefined : Date.parse(row.expires_at) || 0
         const key = {
           revoked: row.revoked_at !== null,
           key: { id: row.id, scopes: grantedScopes(row.scopes), expiresAt, expiration: expiresAt === undefined ? undefined : new Date(expiresAt).toUTCString() }

@@ -20,11 +20,25 @@ export function parseDurationOption (text: string): number {
   return ms
 }
 
+/** Keys are cached for seconds: a shorter overlap could end before every server has seen it. */
+const MIN_OVERLAP_MS = 60_000
+
+/** `--overlap`: a duration of at least a minute. */
+export function parseOverlap (text: string): number {
+  const ms = parseDurationOption(text)
+  if (ms < MIN_OVERLAP_MS) throw new InvalidArgumentError('an overlap is at least 1m, so that every server has seen the old key\'s new expiry')
+  return ms
+}
+
+const RFC_3339 = /^(\d{4}-\d\d-\d\d)T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/
+
 /** `--expires-at`: an RFC 3339 date and time with its offset, such as 2027-03-01T00:00:00Z. */
 export function parseInstant (text: string): Date {
-  const at = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/i.test(text) ? new Date(text) : undefined
-  if (at === undefined || Number.isNaN(at.getTime())) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
-  return at
+  const date = RFC_3339.exec(text)?.[1]
+  // A day the calendar does not have (2027-02-30) would otherwise roll over into the next month.
+  const realDay = date !== undefined && new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
+  if (!realDay) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
+  return new Date(text)
 }
 
 /** The lifetime options of `keys create` and `keys rotate`. */

@@ -9,12 +9,13 @@ import { DEFAULT_VERIFIER_OPTIONS } from '../api-keys/api-key.verifier.js'
 import { SCOPES, scopeList } from '../api-keys/scopes.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest } from '../db/migrate.js'
+import { INT64_MAX } from '../validation/int64.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
 import packageJson from '../../package.json' with { type: 'json' }
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
-import { collectScope, expiryOf, parseDurationOption, parseInstant, type LifetimeOptions } from './key-options.js'
+import { collectScope, expiryOf, parseDurationOption, parseInstant, parseOverlap, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
@@ -34,7 +35,7 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
 }
 
 function parseKeyId (text: string): bigint {
-  if (!/^\d{1,19}$/.test(text)) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
+  if (!/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
   return BigInt(text)
 }
 
@@ -103,17 +104,18 @@ unless API_KEY_DEFAULT_TTL sets a lifetime.`)
   keys.command('rotate')
     .description('replace an API key: a new key with its name and scopes, printed once; the old one expires after the overlap')
     .argument('<id>', 'the key id, from `keys list`', parseKeyId)
-    .option('--overlap <duration>', 'how long the old key keeps working: an integer and s, m, h or d', parseDurationOption, parseDurationOption('24h'))
+    .addOption(new Option('--overlap <duration>', 'how long the old key keeps working: an integer and s, m, h or d, at least 1m').argParser(parseOverlap).default(parseOverlap('24h'), '24h'))
     .option('--expires-in <duration>', 'the new key stops working after this long (90d)', parseDurationOption)
     .option('--expires-at <time>', 'the new key stops working at this RFC 3339 time', parseInstant)
     .addHelpText('after', examples(`KEY=$(${cmd} keys rotate 2 | tail -n 1)`, `${cmd} keys rotate 2 --overlap 1h --expires-in 90d`) + `
-The old key expires when the overlap ends (default 24h), or sooner if it was to expire sooner; meanwhile
-both work, so clients can move to the new one. The new key's lifetime is set as for keys create.`)
+The old key expires when the overlap ends (default 24h, at least 1m so that every server has seen it),
+or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. The new
+key's lifetime is set as for keys create. A revoked or expired key cannot be rotated.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
       const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, Date.now())
       const { key, hash, hint } = generateApiKey()
-      const newId = await withStore(({ db }) => rotateApiKey(db, id, { hash, hint, expiresAt }, overlap))
-      console.log(`Rotated API key ${id}: key ${newId} replaces it, and key ${id} stops working at ${new Date(Date.now() + overlap).toISOString()} at the latest. The new key is shown only now; store it safely:`)
+      const rotated = await withStore(({ db }) => rotateApiKey(db, id, { hash, hint, expiresAt }, overlap))
+      console.log(`Rotated API key ${id}: key ${rotated.id} replaces it${expiresAt === undefined ? '' : `, expiring at ${expiresAt.toISOString()}`}, and key ${id} stops working at ${rotated.oldKeyExpiresAt}. The new key is shown only now; store it safely:`)
       console.log(key)
     })
 

@@ -45,7 +45,9 @@ export function insufficientScope (scope: Scope): ApiError {
  * Requires a valid API key on every route of the scope it is registered in, before anything else is
  * looked at: an unauthenticated request learns nothing, not even whether a path exists. Then admits
  * the request under the key's rate limit (when limiting is on; failures count against the client
- * address), and then requires the scope the route names: 401, then 403, before any 400, 404 or 405.
+ * address), and then requires the scope the route names: 401, then 403, before any answer the route
+ * gives (400, 404, 413, 415...). A method no route serves has no scope: its 405 or 404 answers any valid
+ * key, telling no more than the public OpenAPI document.
  */
 export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefined, clock: Clock }>(async (app, { verifier, rateLimiter, clock }) => {
   app.decorateRequest('apiKeyId', 0n)

@@ -101,6 +101,10 @@ forEachStore((store) => {
     }
     clock.advance(60_000)
     assert.equal((await second.inject({ url: '/v1/pets', headers })).statusCode, 401, 'looked up again: still expired')
+    // Expired is expired, whatever the scope: a 401, not a 403.
+    const { key: reader } = await createKey(first.db, 'reader', { scopes: 'orders:read', expiresAt: new Date(clock.now() + 1000) }, clock)
+    clock.advance(1000)
+    assert.equal((await first.app.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${reader}` }, payload: { name: 'Rex', categoryId: 1 } })).statusCode, 401)
   })
 
   test('a key expiring within 7 days says when on every answer, errors included', async (t) => {
@@ -122,7 +126,9 @@ forEachStore((store) => {
     const testApp = await build(t, { store, clock })
     const { id, key: oldKey } = await createKey(testApp.db, 'shop front', { scopes: 'pets:read' }, clock)
     const { key: newKey, hash, hint } = generateApiKey()
-    const newId = await rotateApiKey(testApp.db, id, { hash, hint }, 3_600_000, clock)
+    assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${oldKey}` } })).statusCode, 200, 'cached before the rotation')
+    const { id: newId, oldKeyExpiresAt } = await rotateApiKey(testApp.db, id, { hash, hint }, 3_600_000, clock)
+    assert.equal(oldKeyExpiresAt, new Date(clock.now() + 3_600_000).toISOString())
     const [, replacement] = await testApp.db.selectFrom('api_keys').select(['id', 'name', 'scopes', 'rotated_from', 'expires_at']).where('id', 'in', [id, newId]).orderBy('id').execute()
     assert.deepEqual(replacement, { id: newId, name: 'shop front', scopes: 'pets:read', rotated_from: id, expires_at: null })
 
@@ -132,6 +138,7 @@ forEachStore((store) => {
     assert.equal(await status(oldKey), 200, 'within the overlap')
     clock.advance(1)
     assert.deepEqual([await status(oldKey), await status(newKey)], [401, 200])
-    await assert.rejects(rotateApiKey(testApp.db, 999n, generateApiKey(), 1000, clock), /no API key with id 999/)
+    await assert.rejects(rotateApiKey(testApp.db, 999n, generateApiKey(), 60_000, clock), /no API key with id 999/)
+    await assert.rejects(rotateApiKey(testApp.db, id, generateApiKey(), 60_000, clock), new RegExp(`API key ${id} expired at ${oldKeyExpiresAt}`))
   })
 })

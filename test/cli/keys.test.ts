@@ -55,7 +55,7 @@ forEachStore((store) => {
 
     const rotated = await runCli(['keys', 'rotate', '1', '--overlap', '1h'], env)
     assert.equal(rotated.code, 0, rotated.stderr)
-    assert.match(rotated.stdout, /^Rotated API key 1: key 3 replaces it/m)
+    assert.match(rotated.stdout, /^Rotated API key 1: key 3 replaces it, and key 1 stops working at \d{4}-\d\d-\d\dT[\d:.]+Z\./m)
     const newKey = rotated.stdout.trimEnd().split('\n').at(-1)!
     assert.match(newKey, /^ps_[0-9A-Za-z]{38}$/)
 
@@ -78,7 +78,10 @@ forEachStore((store) => {
       [['keys', 'create', '--name', 'x', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at 2020-01-01T00:00:00.000Z is already past/],
       [['keys', 'create', '--name', 'x', '--expires-at', 'tomorrow'], /RFC 3339/],
       [['keys', 'create', '--name', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'], /not both/],
-      [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/]
+      [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/],
+      [['keys', 'rotate', '1', '--overlap', '30s'], /an overlap is at least 1m/],
+      [['keys', 'create', '--name', 'x', '--expires-at', '2099-02-30T00:00:00Z'], /RFC 3339/],
+      [['keys', 'rotate', '9223372036854775808'], /an API key id is a positive integer/]
     ]
     for (const [args, message] of cases) {
       const result = await runCli(args, env)
@@ -90,7 +93,9 @@ forEachStore((store) => {
     assert.match(missing.stderr, /no API key with id 9/)
     await runCli(['keys', 'create', '--name', 'gone'], env)
     await runCli(['keys', 'revoke', '1'], env)
-    assert.match((await runCli(['keys', 'rotate', '1'], env)).stderr, /API key 1 is revoked/)
+    const revoked = await runCli(['keys', 'rotate', '1'], env)
+    assert.equal(revoked.code, 1)
+    assert.match(revoked.stderr, /API key 1 is revoked/)
   })
 
   test('API_KEY_DEFAULT_TTL gives a key made without a lifetime one', async (t) => {
