@@ -18,7 +18,7 @@ import { PET_STATUSES } from './pets/pet.schemas.js'
 import apiDocs from './plugins/api-docs.js'
 import auth from './plugins/auth.js'
 import connectionLimit from './plugins/connection-limit.js'
-import deprecation from './plugins/deprecation.js'
+import routeNotices from './plugins/route-notices.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
@@ -94,9 +94,9 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
   await app.register(jsonBody)
-  await app.register(openapi, { config })
+  await app.register(openapi, { config, clock })
   await app.register(apiDocs)
-  await app.register(deprecation)
+  await app.register(routeNotices, { clock })
   await app.register(healthRoutes, { store })
 
   const { db } = store

@@ -50,7 +50,7 @@ export interface paths {
         /**
          * Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets)
          * @deprecated
-         * @description Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.
+         * @description Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`. From 5 December 2030 it answers `410 gone` for any id.
          *
          *     Requires an API key with the scope `pets:read`.
          */
@@ -64,7 +64,7 @@ export interface paths {
          * @deprecated
          * @description The headers of `GET` on this path, without its body.
          *
-         *     Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.
+         *     Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the `status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`. From 5 December 2030 it answers `410 gone` for any id.
          *
          *     Requires an API key with the scope `pets:read`.
          */
@@ -154,7 +154,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */
@@ -360,6 +360,28 @@ export interface components {
                  *       "code": "insufficient_scope",
                  *       "message": "This operation needs the scope pets:write, which the API key does not hold",
                  *       "status": 403
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
+        Gone: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                Sunset: components["headers"]["Sunset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "gone",
+                 *       "message": "getPet was removed on 5 December 2030; use GET /v1/pets (listPets) with the status filter",
+                 *       "status": 410
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -954,6 +976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            410: components["responses"]["Gone"];
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -1110,6 +1133,19 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
+            410: {
+                headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];

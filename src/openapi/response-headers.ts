@@ -39,6 +39,12 @@ export const HEADER_COMPONENTS = {
  */
 export const GENERAL_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, 'cache-control': 'no-store' }
 
+/**
+ * `API-Stability`, on every answer of an operation marked `x-stability`: the marker says it on the
+ * operation, and the document's `info` explains the header once (see the compatibility policy).
+ */
+export const STABILITY_HEADER = 'api-stability'
+
 export type HeaderName = keyof typeof HEADER_COMPONENTS
 
 /** A response schema's `headers` declaring these (see HEADER_COMPONENTS). */

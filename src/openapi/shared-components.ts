@@ -15,6 +15,7 @@ const ERROR_RESPONSE_NAMES: Record<string, string> = {
   403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
+  410: 'Gone',
   409: 'Conflict',
   413: 'ContentTooLarge',
   415: 'UnsupportedMediaType',

@@ -5,7 +5,7 @@ import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT, PAGE_LIMIT_INVALID } from '../pagination/page-query.js'
-import { deprecationHeaders } from '../plugins/deprecation.js'
+import { deprecation } from '../plugins/route-notices.js'
 import { responseHeaders } from '../openapi/response-headers.js'
 import type { PetPage, PetStore } from '../store/pet-store.js'
 import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
@@ -86,21 +86,23 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
   app.get('/pets/:petId', {
     config: {
       scope: 'pets:read',
-      deprecation: deprecationHeaders({
+      deprecation: deprecation({
         since: GET_PET_DEPRECATED_SINCE,
         sunset: GET_PET_SUNSET,
-        successor: apiUrl('/pets?status=available')
+        successor: apiUrl('/pets?status=available'),
+        replacement: 'GET /v1/pets (listPets) with the status filter'
       })
     },
     schema: {
       operationId: 'getPet',
       summary: 'Fetch one animal by id (deprecated: removed on 5 December 2030; use listPets)',
       description: 'Deprecated since 22 November 2026 and removed on 5 December 2030. Use `GET /pets` (listPets) with the ' +
-        '`status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`.',
+        '`status` filter instead. Answers carry `Deprecation`, `Sunset` and `Link: <...>; rel="successor-version"`. ' +
+        'From 5 December 2030 it answers `410 gone` for any id.',
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,
-      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'Path parameter `petId` must be an integer from 1 to 9223372036854775807'), 401, 403, 404, 429, 500, 503) }
+      response: { 200: { ...Pet, description: 'The animal' }, ...errorResponses(errorExample(400, 'Path parameter `petId` must be an integer from 1 to 9223372036854775807'), 401, 403, 404, 410, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { petId } = request.params

@@ -2,6 +2,7 @@ import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
 import type { FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import { SCOPES, type Scope } from '../api-keys/scopes.js'
+import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import { ERROR_CATALOG } from '../errors.js'
 import { boundInt64, stringifyDocument } from '../openapi/int64-bounds.js'
@@ -30,6 +31,12 @@ Every error has the \`Error\` body \`{code, message, status}\`, where \`status\`
 | code | status | when |
 |---|---|---|
 ${Object.entries(ERROR_CATALOG).map(([code, { status, meaning }]) => `| \`${code}\` | ${status} | ${meaning} |`).join('\n')}
+
+Stability: an operation marked \`x-stability: experimental\` may change or go at any time, one marked
+\`beta\` changes only with 30 days' notice, and every other one changes only as the compatibility policy
+(docs/compatibility.md) allows: additions within /v1, anything else through a deprecation with
+\`Deprecation\`, \`Sunset\` and \`Link\` headers. Every answer of a marked operation carries
+\`API-Stability\` with its marker.
 
 Besides the headers each response declares, every answer carries these security headers, and every
 authenticated one \`Cache-Control: no-store\`:
@@ -60,7 +67,7 @@ function servers (config: Config) {
  * Collects every route's schema into the OpenAPI 3.1 document served at /v1/openapi.json. Routes
  * must be registered after this plugin.
  */
-export default fp<{ config: Config }>(async (app, { config }) => {
+export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock }) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -106,8 +113,31 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     }
   })
 
+  // Deprecated operations, for the document served once their sunset has passed.
+  const sunsets: Array<{ path: string, method: string, sunset: Date }> = []
+  app.addHook('onRoute', (route) => {
+    const sunset = route.config?.deprecation?.sunset
+    if (sunset === undefined) return
+    const path = route.url.slice(API_PREFIX.length).replace(/:(\w+)/g, '{$1}')
+    for (const method of [route.method].flat()) sunsets.push({ path, method: method.toLowerCase(), sunset })
+  })
+
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async (_request, reply) => {
     reply.type('application/json; charset=utf-8')
-    return stringifyDocument(app.swagger())
+    const removed = sunsets.filter(({ sunset }) => clock.now() >= sunset.getTime())
+    return stringifyDocument(removed.length === 0 ? app.swagger() : withoutRemovedAnswers(app.swagger(), removed))
   })
 }, { name: 'openapi' })
+
+/**
+ * The document once operations are past their sunset: each stays, deprecated, with only the 410 it
+ * answers from then on, so that clients generated from it learn that it is gone.
+ */
+function withoutRemovedAnswers (document: unknown, removed: Array<{ path: string, method: string }>): unknown {
+  const copy = structuredClone(document) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
+  for (const { path, method } of removed) {
+    const operation = copy.paths[path]?.[method]
+    if (operation !== undefined) operation.responses = { 410: operation.responses[410] }
+  }
+  return copy
+}

@@ -36,7 +36,7 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '403', '405', '409', '413', '415', '422', '429', '500', '503'])
   assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '403', '405', '429', '500', '503'])
   assert.equal(doc.paths['/pets'].post.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
-  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '429', '500', '503'])
+  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '410', '429', '500', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
   assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Error', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'])
   assert.deepEqual(doc.paths['/pets'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewPet' })
@@ -165,7 +165,7 @@ test('error responses and parameters are reusable components; HEAD is declared; 
   const served = await testApp.app.inject({ url: '/v1/openapi.json' })
   const doc = served.json()
   assert.deepEqual(Object.keys(doc.components.responses).sort(), [
-    'BadRequest', 'Conflict', 'ContentTooLarge', 'Forbidden', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
+    'BadRequest', 'Conflict', 'ContentTooLarge', 'Forbidden', 'Gone', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
     'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType'
   ])
   const text = JSON.stringify(doc.paths)

@@ -201,3 +201,16 @@ test('the OpenAPI document marks every order operation experimental', async (t) 
   assert.equal(doc.paths['/store/orders'].post.responses['422'].content['application/json'].example.code, 'pet_not_found')
   assert.equal(doc.paths['/store/orders/{orderId}'].patch.responses['409'].content['application/json'].example.code, 'invalid_transition')
 })
+
+test('every answer of an order operation says API-Stability: experimental, errors and HEAD included; stable operations say nothing', async (t) => {
+  const testApp = await build(t)
+  const answers = [
+    await testApp.app.inject({ url: '/v1/store/orders', headers: testApp.auth }),
+    await testApp.app.inject({ method: 'HEAD', url: '/v1/store/orders', headers: testApp.auth }),
+    await testApp.app.inject({ url: '/v1/store/orders/999', headers: testApp.auth }),
+    await testApp.app.inject({ method: 'POST', url: '/v1/store/orders', headers: testApp.auth, payload: { petId: 'x' } }),
+    await testApp.app.inject({ url: '/v1/store/orders' })
+  ]
+  assert.deepEqual(answers.map((answer) => [answer.statusCode, answer.headers['api-stability']]), [[200, 'experimental'], [200, 'experimental'], [404, 'experimental'], [400, 'experimental'], [401, 'experimental']])
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).headers['api-stability'], undefined)
+})

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { build, clientFor, createPet, errorOf, forEachStore } from '../helper.js'
+import { sql } from 'kysely'
+import { build, clientFor, createKey, createPet, errorOf, forEachStore, manualClock } from '../helper.js'
 
 forEachStore((store) => {
   function assertDeprecationHeaders (headers: Record<string, unknown>): void {
@@ -50,5 +51,38 @@ forEachStore((store) => {
     const response = await testApp.app.inject({ url: '/v1/pets/1' })
     assert.equal(response.statusCode, 401)
     assertDeprecationHeaders(response.headers)
+  })
+
+  test('getPet around its sunset: 200 the moment before, then 410 gone for any id, without reading the store', async (t) => {
+    const sunset = Date.parse('2030-12-05T00:00:00Z')
+    const clock = manualClock(sunset - 86_400_000)
+    const testApp = await build(t, { store, clock })
+    const pet = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+    const get = (url: string, headers = testApp.auth) => testApp.app.inject({ url, headers })
+
+    const dayBefore = await get(`/v1/pets/${pet.id}`)
+    assert.equal(dayBefore.statusCode, 200)
+    assertDeprecationHeaders(dayBefore.headers)
+    clock.advance(86_400_000 - 1)
+    assert.equal((await get(`/v1/pets/${pet.id}`)).statusCode, 200, 'a millisecond before')
+
+    clock.advance(1)
+    // Gone for good: the store is not asked, so even one whose pets table is gone answers.
+    await sql`alter table pets rename to pets_gone`.execute(testApp.db)
+    for (const url of [`/v1/pets/${pet.id}`, '/v1/pets/999', '/v1/pets/abc']) {
+      const gone = await get(url)
+      assert.equal(gone.statusCode, 410, url)
+      assert.deepEqual(errorOf(gone), { code: 'gone', status: 410, message: 'getPet was removed on 5 December 2030; use GET /v1/pets (listPets) with the status filter' })
+      assertDeprecationHeaders(gone.headers)
+    }
+    assert.equal((await get('/v1/pets/1', {} as typeof testApp.auth)).statusCode, 401, 'authentication still comes first')
+    const { key } = await createKey(testApp.db, 'orders only', { scopes: 'orders:read' }, clock)
+    assert.equal((await get('/v1/pets/1', { authorization: `Bearer ${key}` })).statusCode, 403, 'and the scope')
+
+    const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
+    for (const method of ['get', 'head']) {
+      assert.deepEqual(Object.keys(doc.paths['/pets/{petId}'][method].responses), ['410'], `${method} keeps only its 410`)
+      assert.equal(doc.paths['/pets/{petId}'][method].deprecated, true)
+    }
   })
 })
