@@ -58,11 +58,6 @@ export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClo
   return (await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
 }
 
-/** Why a key cannot be rotated. */
-export class KeyNotRotatableError extends Error {
-  override name = 'KeyNotRotatableError'
-}
-
 /**
  * Replaces key `id` with `replacement`, which takes its name and scopes and names it as rotated from;
  * the old key expires `overlapMs` from now (or keeps an earlier expiry). One statement claims the old
@@ -87,11 +82,12 @@ export async function rotateApiKey (db: Db, id: bigint, replacement: Omit<NewApi
   })
 }
 
-async function notRotatable (db: Db, id: bigint): Promise<KeyNotRotatableError> {
+/** Why key `id` cannot be rotated, in a sentence for the operator. */
+async function notRotatable (db: Db, id: bigint): Promise<Error> {
   const key = await db.selectFrom('api_keys').select(['revoked_at', 'expires_at']).where('id', '=', id).executeTakeFirst()
-  if (key === undefined) return new KeyNotRotatableError(`no API key with id ${id}`)
-  if (key.revoked_at !== null) return new KeyNotRotatableError(`API key ${id} is revoked: make a new one with keys create`)
-  return new KeyNotRotatableError(`API key ${id} expired at ${key.expires_at}: make a new one with keys create`)
+  if (key === undefined) return new Error(`no API key with id ${id}`)
+  if (key.revoked_at !== null) return new Error(`API key ${id} is revoked: make a new one with keys create`)
+  return new Error(`API key ${id} expired at ${key.expires_at}: make a new one with keys create`)
 }
 
 export async function countApiKeys (db: Db): Promise<number> {

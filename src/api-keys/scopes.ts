@@ -12,7 +12,7 @@ const SHORTHANDS: Record<string, readonly Scope[]> = {
 }
 
 /** What a key without an explicit list holds: every scope, as every key made before scopes did. */
-export const EVERY_SCOPE = '*'
+const EVERY_SCOPE = '*'
 
 /** A scope that does not exist, named with the ones that do. */
 export class UnknownScopeError extends Error {

@@ -22,7 +22,7 @@ declare module 'fastify' {
 // RFC 7235: the scheme name is case-insensitive, and one or more spaces precede the credentials.
 const BEARER = /^Bearer +(.*)$/i
 /** A key expiring sooner than this says so on every answer, as GitHub's tokens do. */
-export const EXPIRATION_NOTICE_MS = 7 * 24 * 3_600_000
+const EXPIRATION_NOTICE_MS = 7 * 24 * 3_600_000
 
 const NO_CREDENTIALS = new ApiError(401, 'unauthorized', 'An API key is required: send Authorization: Bearer <API_KEY>', {
   headers: { 'www-authenticate': 'Bearer realm="petstore"' }
@@ -35,7 +35,7 @@ const EXPIRED_CREDENTIALS = new ApiError(401, 'unauthorized', 'The API key expir
 })
 
 /** The 403 of a valid key without `scope` (RFC 6750 section 3.1). */
-export function insufficientScope (scope: Scope): ApiError {
+function insufficientScope (scope: Scope): ApiError {
   return new ApiError(403, 'insufficient_scope', `This operation needs the scope ${scope}, which the API key does not hold`, {
     headers: { 'www-authenticate': `Bearer realm="petstore", error="insufficient_scope", scope="${scope}"` }
   })

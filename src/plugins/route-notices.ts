@@ -46,7 +46,7 @@ export function deprecation ({ since, sunset, successor, replacement }: Deprecat
 }
 
 /** The day, as people write it: "5 December 2030". */
-export function dayOf (date: Date): string {
+function dayOf (date: Date): string {
   return date.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
 }
 

@@ -62,7 +62,6 @@ const EXPECTED: Record<string, string> = {
  * JsonSyntaxError at the first fault, naming its line and column (JSON.parse names at most an offset).
  */
 export function readJsonTokens (bytes: Buffer, onToken: (token: TokenType, offset: number) => void): void {
-  const positions = new TextPositions(bytes)
   const tokenizer = new Tokenizer()
   // Only checks the grammar: values are dropped as they end, so memory stays flat.
   const parser = new TokenParser({ paths: ['$.*'], keepStack: false })
@@ -80,14 +79,15 @@ export function readJsonTokens (bytes: Buffer, onToken: (token: TokenType, offse
     if (!(error instanceof Error) || !/^(Unexpected|Tokenizer ended)/.test(error.message)) throw error
     // The tokenizer names the byte it stopped at; the parser stops at the token it was given.
     const at = Number(/absolute position "(\d+)"/.exec(error.message)?.[1] ?? offset)
-    if (at >= bytes.length || error.message.startsWith('Tokenizer ended')) throw incomplete(bytes, positions)
+    if (at >= bytes.length || error.message.startsWith('Tokenizer ended')) throw incomplete(bytes)
     const expected = EXPECTED[/in state (\w+)/.exec(error.message)?.[1] ?? '']
     const found = String.fromCodePoint(bytes.toString('utf8', at, at + 4).codePointAt(0)!)
-    throw new JsonSyntaxError(`unexpected ${JSON.stringify(found)}${expected === undefined ? '' : ` where ${expected} was expected`}`, positions.at(at))
+    throw new JsonSyntaxError(`unexpected ${JSON.stringify(found)}${expected === undefined ? '' : ` where ${expected} was expected`}`, new TextPositions(bytes).at(at))
   }
-  if (!parser.isEnded) throw incomplete(bytes, positions)
+  if (!parser.isEnded) throw incomplete(bytes)
 }
 
-function incomplete (bytes: Buffer, positions: TextPositions): JsonSyntaxError {
-  return new JsonSyntaxError('the text ends before the JSON value is complete', positions.at(bytes.length))
+// Positions are found only for a fault: valid text is not read a second time for its line starts.
+function incomplete (bytes: Buffer): JsonSyntaxError {
+  return new JsonSyntaxError('the text ends before the JSON value is complete', new TextPositions(bytes).at(bytes.length))
 }
