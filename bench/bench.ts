@@ -6,6 +6,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { get, type ClientRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -213,9 +214,65 @@ async function benchSize (count: number) {
   }
 }
 
+function rssMbOf (pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((row) => row.startsWith('VmRSS:'))!
+  return Number(line.replace(/\D+/g, '')) / 1024
+}
+
+/** The share of one core a process used over `seconds`, from its user and system time in /proc. */
+async function coreShare (pid: number, seconds: number): Promise<number> {
+  // utime and stime, in clock ticks of 1/100 s, after the command name (which may hold spaces).
+  const cpuTicks = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((sum, ticks) => sum + Number(ticks), 0)
+  const before = cpuTicks()
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
+  return (cpuTicks() - before) / 100 / seconds
+}
+
+const IDLE_STREAMS = 1000
+const IDLE_SECONDS = 10
+
+/** What open event streams cost an instance between events: memory, and CPU (polling, heartbeats, key checks). */
+async function benchIdleStreams () {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
+  const store = await createStore(dir)
+  const streams: ClientRequest[] = []
+  try {
+    const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'streams'], { env: { ...process.env, DATABASE_URL: store.databaseUrl } })
+    const authorization = `Bearer ${stdout.trim().split('\n').at(-1)!}`
+    const service = await startService(store.databaseUrl, { ...DEFAULTS_ON, MAX_STREAMS_PER_KEY: String(IDLE_STREAMS), CONNECTIONS_PER_ADDRESS: String(2 * IDLE_STREAMS) })
+    const pid = service.child.pid!
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const withoutCpu = await coreShare(pid, IDLE_SECONDS)
+    const withoutMb = rssMbOf(pid)
+    for (let i = 0; i < IDLE_STREAMS; i++) {
+      const opened = new Promise<void>((resolve, reject) => {
+        const request = get(`${service.url}/v1/events/stream`, { headers: { authorization }, agent: false }, (response) => {
+          if (response.statusCode !== 200) reject(new Error(`stream ${i}: ${response.statusCode}`))
+          response.resume()
+          resolve()
+        })
+        request.on('error', reject)
+        streams.push(request)
+      })
+      await opened
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const withCpu = await coreShare(pid, IDLE_SECONDS)
+    const withMb = rssMbOf(pid)
+    for (const request of streams) request.destroy()
+    await stop(service.child)
+    return { withoutMb, withMb, withoutCpu, withCpu }
+  } finally {
+    for (const request of streams) request.destroy()
+    await store.drop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 const sizes = PETS === 10_000 ? [10_000] : [10_000, PETS]
 const results: Array<Awaited<ReturnType<typeof benchSize>>> = []
 for (const size of sizes) results.push(await benchSize(size))
+const idle = await benchIdleStreams()
 
 console.log(`\npetstore benchmark: ${POSTGRES ? 'PostgreSQL' : 'SQLite'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, A/B against a bare node:http server`)
 console.log(`Service defaults on (rate limiting at ${DEFAULTS_ON.RATE_LIMIT_PER_MINUTE}/min, METRICS_PORT set) unless the row says off.`)
@@ -233,6 +290,8 @@ for (const { count, startupMs, rssMb, strictRssMb, rows, costs } of results) {
   })))
   for (const { name, what, onOff } of costs) console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)}`)
 }
+console.log(`\n${IDLE_STREAMS.toLocaleString('en')} idle event streams: RSS ${idle.withoutMb.toFixed(0)} MB -> ${idle.withMb.toFixed(0)} MB ` +
+  `(+${(idle.withMb - idle.withoutMb).toFixed(0)} MB); CPU over ${IDLE_SECONDS} s: ${(100 * idle.withoutCpu).toFixed(2)}% of a core without streams, ${(100 * idle.withCpu).toFixed(2)}% with them`)
 if (results.length === 2) {
   const p50 = (index: number) => median(results[index]!.rows.get('listPets')!.service.map((run) => run.p50))
   console.log(`listPets p50: ${p50(0)} ms at 10,000 pets, ${p50(1)} ms at ${PETS.toLocaleString('en')}: ratio ${(p50(1) / Math.max(p50(0), 0.001)).toFixed(2)}`)

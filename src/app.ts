@@ -6,8 +6,13 @@ import { apiValidatorCompiler } from './api-validator.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { findSetting } from './db/settings.repository.js'
+import { scheduleDeletion } from './background-deletion.js'
+import { categoryRoutes } from './categories/category.routes.js'
+import { EventStreams } from './events/event-streams.js'
+import { eventRoutes } from './events/event.routes.js'
+import { pruneExpiredEvents } from './events/expired-event-prune.js'
 import { healthRoutes } from './health/health.routes.js'
-import { schedulePurge } from './idempotency/expired-key-purge.js'
+import { purgeExpiredKeys } from './idempotency/expired-key-purge.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import type { Metrics } from './metrics/metrics.js'
 import { orderRoutes } from './orders/order.routes.js'
@@ -42,7 +47,15 @@ export const LIMITS = {
   /** Open connections per instance; more are refused by the socket layer. */
   maxConnections: 4096,
   /** Past this event-loop delay the instance answers 503 at once instead of queueing more work. */
-  maxEventLoopDelayMs: 1000
+  maxEventLoopDelayMs: 1000,
+  /** Event streams: how often the log is read for new events (so they arrive within a second of the commit, from any instance). */
+  eventPollMs: 250,
+  /** Event streams: the longest silence, filled with a comment line so that proxies keep the connection. */
+  eventHeartbeatMs: 15_000,
+  /** Event streams: how often each stream's key is checked again. */
+  eventKeyCheckMs: 1000,
+  /** Event streams: bytes waiting for a slow reader before its stream is reset. */
+  eventStreamBufferBytes: 256 * 1024
 }
 
 export type Limits = typeof LIMITS
@@ -102,8 +115,13 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const { db } = store
   const verifier = new ApiKeyVerifier(db, clock, verifierOptions)
   app.addHook('onClose', async () => { await verifier.close() })
-  const purge = schedulePurge(db, clock, (err) => app.log.warn({ err }, 'purging expired idempotency keys failed; it is tried again'))
-  app.addHook('onClose', async () => { await purge.stop() })
+  for (const [what, deletion] of [
+    ['expired idempotency keys', () => purgeExpiredKeys(db, clock)],
+    ['expired events', () => pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS)]
+  ] as const) {
+    const scheduled = scheduleDeletion(deletion, (err) => app.log.warn({ err }, `deleting ${what} failed; it is tried again`))
+    app.addHook('onClose', async () => { await scheduled.stop() })
+  }
   const cursorSecret = await findSetting(db, 'cursor_secret')
   const rateLimiter = await createRateLimiter(app, {
     perMinute: config.RATE_LIMIT_PER_MINUTE,
@@ -118,12 +136,22 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     await v1.register(auth, { verifier, rateLimiter, clock })
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
-    await v1.register(petRoutes, {
-      pets,
-      cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES),
-      idempotentCreates: new IdempotentCreates(pets, clock),
-      apiUrl
+    const idempotentCreates = new IdempotentCreates(clock)
+    await v1.register(petRoutes, { pets, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates, apiUrl })
+    await v1.register(categoryRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'categories', []), idempotentCreates, apiUrl })
+    const streams = new EventStreams(db, verifier, {
+      pollMs: limits.eventPollMs,
+      heartbeatMs: limits.eventHeartbeatMs,
+      keyCheckMs: limits.eventKeyCheckMs,
+      maxBufferedBytes: limits.eventStreamBufferBytes,
+      maxPerKey: config.MAX_STREAMS_PER_KEY
+    }, (err) => { app.log.warn({ err }, 'an event stream failed; its client may reconnect') })
+    // Streams never end by themselves: they are closed, not waited for.
+    v1.addHook('preClose', (done) => {
+      streams.closeAll()
+      done()
     })
+    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl })
     await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
   }, { prefix: '/v1' })
 

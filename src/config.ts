@@ -61,6 +61,18 @@ export const ConfigSchema = Type.Object({
     description: 'the lifetime of a new API key made without --expires-in or --expires-at (the first key included); keys never expire unless set',
     examples: ['90d', '24h']
   })),
+  MAX_STREAMS_PER_KEY: Type.Integer({
+    minimum: 1,
+    maximum: 10_000,
+    default: 5,
+    description: 'open event streams (GET /v1/events/stream) one API key may hold on an instance; one more is a 429'
+  }),
+  EVENT_RETENTION_DAYS: Type.Integer({
+    minimum: 1,
+    maximum: 3650,
+    default: 30,
+    description: 'days an event is kept in the event log; older ones are deleted in the background'
+  }),
   REDIS_URL: Type.Optional(Type.String({
     pattern: '^rediss?://.+$',
     description: 'shares rate-limit counters between instances',

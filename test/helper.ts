@@ -172,6 +172,11 @@ export async function createPet (testApp: TestApp, body: NewPet): Promise<Pet> {
   return data
 }
 
+/** The URL of a `Link: rel="next"` header, if there is one. */
+export function nextLink (header: unknown): string | undefined {
+  return /^<([^>]+)>; rel="next"$/.exec(String(header ?? ''))?.[1]
+}
+
 /** Asserts the Error body shape: code, message and a status equal to the HTTP status. */
 export function errorOf (response: { statusCode: number, headers: Record<string, unknown>, json: () => any }): { code: string, message: string, status: number } {
   const body = response.json()

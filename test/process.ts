@@ -71,15 +71,34 @@ export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, comma
 
 export interface ListedPet { id: number, name: string, categoryId: number, status: string }
 
-/** Every pet the server lists, following `Link: rel="next"` page after page. */
-export async function listAllPets (baseUrl: string, headers: Record<string, string>, limit = 100): Promise<ListedPet[]> {
-  const pets: ListedPet[] = []
-  let path: string | undefined = `/v1/pets?limit=${limit}`
-  while (path !== undefined) {
-    const response: Response = await fetch(baseUrl + path, { headers })
-    if (response.status !== 200) throw new Error(`listPets answered ${response.status}`)
-    pets.push(...await response.json() as ListedPet[])
-    path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1]
+/** Every item a list answers, following `Link: rel="next"` page after page from `path`. */
+async function listAll<Item> (baseUrl: string, headers: Record<string, string>, path: string): Promise<Item[]> {
+  const items: Item[] = []
+  let next: string | undefined = path
+  while (next !== undefined) {
+    const response: Response = await fetch(baseUrl + next, { headers })
+    if (response.status !== 200) throw new Error(`${next} answered ${response.status}`)
+    items.push(...await response.json() as Item[])
+    next = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1]
   }
-  return pets
+  return items
+}
+
+/** Every pet the server lists. */
+export async function listAllPets (baseUrl: string, headers: Record<string, string>, limit = 100): Promise<ListedPet[]> {
+  return await listAll(baseUrl, headers, `/v1/pets?limit=${limit}`)
+}
+
+export interface ListedOrder { id: number, petId: number, status: string, createdAt: string, updatedAt: string }
+
+/** Every order the server lists. */
+export async function listAllOrders (baseUrl: string, headers: Record<string, string>): Promise<ListedOrder[]> {
+  return await listAll(baseUrl, headers, '/v1/store/orders?limit=100')
+}
+
+export interface ListedEvent { id: number, type: string, occurredAt: string, data: unknown }
+
+/** Every event of the event log, oldest first. */
+export async function listAllEvents (baseUrl: string, headers: Record<string, string>): Promise<ListedEvent[]> {
+  return await listAll(baseUrl, headers, '/v1/events?limit=1000')
 }

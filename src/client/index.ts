@@ -18,6 +18,10 @@ export type Pet = Schemas['Pet']
 export type NewPet = Schemas['NewPet']
 export type PetStatus = Schemas['PetStatus']
 export type ErrorBody = Schemas['Error']
+/** Beta: changes only with 30 days' notice. */
+export type Category = Schemas['Category']
+/** Beta: changes only with 30 days' notice. */
+export type NewCategory = Schemas['NewCategory']
 /** Experimental: may change without a new API version. */
 export type Order = Schemas['Order']
 /** Experimental: may change without a new API version. */

@@ -4,6 +4,124 @@
  */
 
 export interface paths {
+    "/categories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List categories (beta)
+         * @description Categories in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `categories:read`.
+         */
+        get: operations["listCategories"];
+        put?: never;
+        /**
+         * Add a category (beta)
+         * @description Stores the category and answers it with the id the service gave it. Names are unique without regard to case: they are compared after Unicode NFC normalization and full case folding, so `Straße` and `STRASSE` are the same name. Send an `Idempotency-Key` to make retries safe.
+         *
+         *     Requires an API key with the scope `categories:write`.
+         */
+        post: operations["createCategory"];
+        delete?: never;
+        options?: never;
+        /**
+         * List categories (beta) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Categories in ascending id order. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `categories:read`.
+         */
+        head: operations["listCategories-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/categories/{categoryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Fetch one category (beta)
+         * @description The category with this id.
+         *
+         *     Requires an API key with the scope `categories:read`.
+         */
+        get: operations["getCategory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Fetch one category (beta) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     The category with this id.
+         *
+         *     Requires an API key with the scope `categories:read`.
+         */
+        head: operations["getCategory-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the event log (beta)
+         * @description Events in ascending id order: every change to a pet, a category or an order, recorded in the same transaction as the change. Keep the id of the last event handled and read `after` it; ids become visible in increasing order, so no event is skipped. When more follow, the response has a `Link` header with `rel="next"`. Events are kept 30 days.
+         *
+         *     Requires an API key with the scope `events:read`.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Read the event log (beta) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Events in ascending id order: every change to a pet, a category or an order, recorded in the same transaction as the change. Keep the id of the last event handled and read `after` it; ids become visible in increasing order, so no event is skipped. When more follow, the response has a `Link` header with `rel="next"`. Events are kept 30 days.
+         *
+         *     Requires an API key with the scope `events:read`.
+         */
+        head: operations["listEvents-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the event log live (beta)
+         * @description Server-Sent Events (`text/event-stream`), the one answer of this API that is not JSON: each event as `id:` (its id), `event:` (its type) and `data:` (the event as listEvents gives it), within a second of its commit on any instance, and a `: heartbeat` comment at least every 15 s. Reconnecting with `Last-Event-ID` (SSE clients send it) or `?after=` resumes with no gap and no duplicate. A reader too far behind gets a final `stream.reset` event and should catch up with listEvents. The key goes in `Authorization` only (browsers: use a fetch-based SSE client); each key may hold a few streams at once.
+         *
+         *     Requires an API key with the scope `events:read`.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/pets": {
         parameters: {
             query?: never;
@@ -148,17 +266,153 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * Category
+         * @example {
+         *       "id": 3,
+         *       "name": "Dogs"
+         *     }
+         */
+        Category: {
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service on creation
+             * @example 3
+             */
+            id: number;
+            /**
+             * @description The category's name, as sent
+             * @example Dogs
+             */
+            name: string;
+        };
         /** Error */
         Error: {
             /**
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "request_timeout" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "category_exists" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */
             status: number;
+        };
+        /**
+         * Event
+         * @description A change to one resource; consumers must ignore event types they do not know
+         * @example {
+         *       "id": 1042,
+         *       "type": "pet.created",
+         *       "occurredAt": "2026-11-24T10:15:30.000Z",
+         *       "data": {
+         *         "id": 42,
+         *         "name": "Rex",
+         *         "categoryId": 3,
+         *         "status": "available"
+         *       }
+         *     }
+         */
+        Event: {
+            data: components["schemas"]["Pet"];
+            /**
+             * Format: int64
+             * @description Increases with every event; a consumer keeps the last one it handled and reads after it
+             * @example 1042
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            occurredAt: string;
+            /** @enum {string} */
+            type: "pet.created";
+        } | {
+            data: {
+                /**
+                 * Format: int64
+                 * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact. The category need not exist: animals had category ids before categories could be created (beta), and clients written then keep working
+                 * @example 3
+                 */
+                categoryId: number;
+                /**
+                 * Format: int64
+                 * @description Unique identifier assigned by the service on creation
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description The animal's name
+                 * @example Rex
+                 */
+                name: string;
+                /** @description The status before the change */
+                previousStatus: components["schemas"]["PetStatus"];
+                status: components["schemas"]["PetStatus"];
+            };
+            /**
+             * Format: int64
+             * @description Increases with every event; a consumer keeps the last one it handled and reads after it
+             * @example 1042
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            occurredAt: string;
+            /** @enum {string} */
+            type: "pet.status_changed";
+        } | {
+            data: components["schemas"]["Category"];
+            /**
+             * Format: int64
+             * @description Increases with every event; a consumer keeps the last one it handled and reads after it
+             * @example 1042
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            occurredAt: string;
+            /** @enum {string} */
+            type: "category.created";
+        } | {
+            data: components["schemas"]["Order"];
+            /**
+             * Format: int64
+             * @description Increases with every event; a consumer keeps the last one it handled and reads after it
+             * @example 1042
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            occurredAt: string;
+            /** @enum {string} */
+            type: "order.placed" | "order.approved" | "order.delivered" | "order.cancelled";
+        };
+        /**
+         * NewCategory
+         * @description Request body for creating a category
+         * @example {
+         *       "name": "Dogs"
+         *     }
+         */
+        NewCategory: {
+            /**
+             * Format: pet-name
+             * @description The category's name, unique without regard to case (compared after Unicode NFC and full case folding): 1 to 100 characters (code points) once whitespace at both ends is trimmed, without U+0000; stored as sent
+             * @example Dogs
+             */
+            name: string;
         };
         /**
          * NewOrder
@@ -191,7 +445,7 @@ export interface components {
         NewPet: {
             /**
              * Format: int64
-             * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
+             * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact. The category need not exist: animals had category ids before categories could be created (beta), and clients written then keep working
              * @example 3
              */
             categoryId: number;
@@ -262,7 +516,7 @@ export interface components {
         Pet: {
             /**
              * Format: int64
-             * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact
+             * @description Id of the category the animal belongs to: 1 to 9223372036854775807, exact. The category need not exist: animals had category ids before categories could be created (beta), and clients written then keep working
              * @example 3
              */
             categoryId: number;
@@ -365,22 +619,19 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
+        /** @description Events after `after` are no longer kept: read the current state, then continue from the oldest event kept */
         Gone: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                Deprecation: components["headers"]["Deprecation"];
-                Link: components["headers"]["Link"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                Sunset: components["headers"]["Sunset"];
                 [name: string]: unknown;
             };
             content: {
                 /**
                  * @example {
-                 *       "code": "gone",
-                 *       "message": "getPet was removed on 5 December 2030; use GET /v1/pets (listPets) with the status filter",
+                 *       "code": "events_expired",
+                 *       "message": "Events after 41 are no longer kept (events are kept 30 days); the oldest kept is 1042: read the current state, then continue with after=1041",
                  *       "status": 410
                  *     }
                  */
@@ -545,10 +796,29 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Id of the category
+         * @example 3
+         */
+        CategoriesCategoryId: number;
+        /** @description Maximum number of categories to return */
+        CategoriesLimit: number;
         /** @description Opaque position from the `Link: rel="next"` header of the previous page */
         Cursor: string;
+        /**
+         * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
+         * @example 1041
+         */
+        EventsAfter: number;
+        /** @description Maximum number of events to return */
+        EventsLimit: number;
         /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
         IdempotencyKey: string;
+        /**
+         * @description The id of the last event received, sent by SSE clients when they reconnect
+         * @example 1041
+         */
+        LastEventId: number;
         /**
          * @description Id of the order
          * @example 7
@@ -563,10 +833,22 @@ export interface components {
          * @example 42
          */
         PetId: number;
+        /**
+         * @description Returns only animals of this category
+         * @example 3
+         */
+        PetsCategoryId: number;
         /** @description Maximum number of animals to return */
         PetsLimit: number;
         /** @description Returns only animals with this status */
         PetsStatus: components["schemas"]["PetStatus"];
+        /**
+         * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed
+         * @example 1041
+         */
+        StreamAfter: number;
+        /** @description Returns only events of these types (repeat the parameter for several) */
+        Type: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled")[];
     };
     requestBodies: never;
     headers: {
@@ -597,9 +879,788 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listCategories: {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of categories to return */
+                limit?: components["parameters"]["CategoriesLimit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of categories */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 3,
+                     *         "name": "Dogs"
+                     *       },
+                     *       {
+                     *         "id": 4,
+                     *         "name": "Cats"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Category"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCategory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
+                "idempotency-key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Request body for creating a category */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Dogs"
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewCategory"];
+            };
+        };
+        responses: {
+            /** @description The category as stored; `Location` gives its URL */
+            201: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "name": "Dogs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Category"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "`name` must be 1 to 100 characters once whitespace at both ends is trimmed",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description A category of this name exists (compared without regard to case); nothing was created */
+            409: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "category_exists",
+                     *       "message": "A category named \"dogs\" exists already (id 3); names are compared without regard to case",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listCategories-head": {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of categories to return */
+                limit?: components["parameters"]["CategoriesLimit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of categories */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getCategory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the category
+                 * @example 3
+                 */
+                categoryId: components["parameters"]["CategoriesCategoryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The category */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "name": "Dogs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Category"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Path parameter `categoryId` must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "No category with id 3",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getCategory-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the category
+                 * @example 3
+                 */
+                categoryId: components["parameters"]["CategoriesCategoryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The category */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
+                 * @example 1041
+                 */
+                after?: components["parameters"]["EventsAfter"];
+                /** @description Maximum number of events to return */
+                limit?: components["parameters"]["EventsLimit"];
+                /** @description Returns only events of these types (repeat the parameter for several) */
+                type?: components["parameters"]["Type"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1042,
+                     *         "type": "pet.created",
+                     *         "occurredAt": "2026-11-24T10:15:30.000Z",
+                     *         "data": {
+                     *           "id": 42,
+                     *           "name": "Rex",
+                     *           "categoryId": 3,
+                     *           "status": "available"
+                     *         }
+                     *       },
+                     *       {
+                     *         "id": 1044,
+                     *         "type": "pet.status_changed",
+                     *         "occurredAt": "2026-11-24T10:16:02.000Z",
+                     *         "data": {
+                     *           "id": 42,
+                     *           "name": "Rex",
+                     *           "categoryId": 3,
+                     *           "status": "pending",
+                     *           "previousStatus": "available"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            410: components["responses"]["Gone"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listEvents-head": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
+                 * @example 1041
+                 */
+                after?: components["parameters"]["EventsAfter"];
+                /** @description Maximum number of events to return */
+                limit?: components["parameters"]["EventsLimit"];
+                /** @description Returns only events of these types (repeat the parameter for several) */
+                type?: components["parameters"]["Type"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Events after `after` are no longer kept: read the current state, then continue from the oldest event kept */
+            410: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed
+                 * @example 1041
+                 */
+                after?: components["parameters"]["StreamAfter"];
+                /** @description Returns only events of these types (repeat the parameter for several) */
+                type?: components["parameters"]["Type"];
+            };
+            header?: {
+                /**
+                 * @description The id of the last event received, sent by SSE clients when they reconnect
+                 * @example 1041
+                 */
+                "last-event-id"?: components["parameters"]["LastEventId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream, until the client closes it, the key loses access, or the service stops */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "HEAD is not allowed here; use GET",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            410: components["responses"]["Gone"];
+            /** @description Too many requests, or the key holds as many open streams as it may (`MAX_STREAMS_PER_KEY`) */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "This API key holds 5 open event streams, the most it may; close one first",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listPets: {
         parameters: {
             query?: {
+                /**
+                 * @description Returns only animals of this category
+                 * @example 3
+                 */
+                categoryId?: components["parameters"]["PetsCategoryId"];
                 /** @description Opaque position from the `Link: rel="next"` header of the previous page */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Maximum number of animals to return */
@@ -724,6 +1785,11 @@ export interface operations {
     "listPets-head": {
         parameters: {
             query?: {
+                /**
+                 * @description Returns only animals of this category
+                 * @example 3
+                 */
+                categoryId?: components["parameters"]["PetsCategoryId"];
                 /** @description Opaque position from the `Link: rel="next"` header of the previous page */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Maximum number of animals to return */
@@ -976,7 +2042,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            410: components["responses"]["Gone"];
+            /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
+            410: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "gone",
+                     *       "message": "getPet was removed on 5 December 2030; use GET /v1/pets (listPets) with the status filter",
+                     *       "status": 410
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { ApiKeyTable } from '../api-keys/api-key.table.js'
+import type { CategoryTable } from '../categories/category.table.js'
+import type { EventTable } from '../events/event.table.js'
 import type { IdempotencyKeyTable } from '../idempotency/idempotency-key.table.js'
 import type { OrderTable } from '../orders/order.table.js'
 import type { PetTable } from '../pets/pet.table.js'
@@ -12,6 +14,8 @@ export interface Database {
   settings: SettingTable
   idempotency_keys: IdempotencyKeyTable
   orders: OrderTable
+  categories: CategoryTable
+  events: EventTable
 }
 
 export type Db = Kysely<Database>

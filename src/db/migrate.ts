@@ -5,6 +5,8 @@ import * as addInstallationId from './migrations/002-add-installation-id.js'
 import * as createIdempotencyKeys from './migrations/003-create-idempotency-keys.js'
 import * as createOrders from './migrations/004-create-orders.js'
 import * as addApiKeyScopesAndExpiry from './migrations/005-add-api-key-scopes-and-expiry.js'
+import * as createCategories from './migrations/006-create-categories.js'
+import * as createEvents from './migrations/007-create-events.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {
@@ -12,7 +14,9 @@ export const MIGRATIONS: Record<string, Migration> = {
   '002-add-installation-id': addInstallationId,
   '003-create-idempotency-keys': createIdempotencyKeys,
   '004-create-orders': createOrders,
-  '005-add-api-key-scopes-and-expiry': addApiKeyScopesAndExpiry
+  '005-add-api-key-scopes-and-expiry': addApiKeyScopesAndExpiry,
+  '006-create-categories': createCategories,
+  '007-create-events': createEvents
 }
 
 /** Brings the store's schema to the latest version; safe to run again and from every entry point. */

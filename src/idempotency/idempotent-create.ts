@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { PetCreated, PetStore, PetValues, StoredResponse } from '../store/pet-store.js'
+import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
 import { canonicalJson } from './canonical-json.js'
 
 /** How long an answer is kept for retries with the same key. */
@@ -12,6 +12,11 @@ export interface IdempotentResult {
   replayed: boolean
 }
 
+/** What a create made under a claim: the answer it stored with it, or the one stored before under the same key. */
+export type ClaimedCreate =
+  | { outcome: 'created', response?: StoredResponse | undefined } |
+  { outcome: 'replayed', response: StoredResponse }
+
 const IN_USE = new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry later', {
   headers: { 'retry-after': '1' }
 })
@@ -19,34 +24,37 @@ const REUSED = new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key
 
 /**
  * Runs a create at most once per (API key, Idempotency-Key) for 24 hours, as Stripe's API does: the
- * answer is stored in the same transaction as the pet (a crash keeps both or neither), through the
- * same group commit as every create, and a retry with the same body gets that answer without
- * creating anything.
+ * store keeps the answer in the same transaction as what it created (a crash keeps both or neither),
+ * and a retry with the same body gets that answer without creating anything. One key serves one
+ * create of any kind: the body of a pet can never equal the body of a category, so a key reused
+ * across them is refused as a different body.
  */
 export class IdempotentCreates {
   // Requests of this instance still running, so a concurrent retry gets a 409 instead of queueing;
   // it also keeps two claims of one key out of one group commit.
   readonly #inFlight = new Set<string>()
 
-  constructor (private readonly pets: PetStore, private readonly clock: Clock) {}
+  constructor (private readonly clock: Clock) {}
 
-  /** Creates `pet` unless `key` was used by this API key before; `locationPrefix` followed by the id is the pet's URL. */
-  async create (apiKeyId: bigint, key: string, requestBody: unknown, pet: PetValues, locationPrefix: string): Promise<IdempotentResult> {
+  /**
+   * Claims `key` for `requestBody` and has `commit` create under the claim unless the key was used by
+   * this API key before; `locationPrefix` followed by the new id is the created resource's URL.
+   */
+  async create (apiKeyId: bigint, key: string, requestBody: unknown, locationPrefix: string, commit: (claim: IdempotencyClaim) => Promise<ClaimedCreate>): Promise<IdempotentResult> {
     const slot = `${apiKeyId}:${key}`
     if (this.#inFlight.has(slot)) throw IN_USE
     this.#inFlight.add(slot)
     try {
       const requestHash = createHash('sha256').update(canonicalJson(requestBody)).digest('hex')
       const notBefore = new Date(this.clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
-      const created = await this.pets.create({ pet, idempotency: { apiKeyId, key, requestHash, locationPrefix, notBefore } })
-      return resultOf(created, requestHash)
+      return resultOf(await commit({ apiKeyId, key, requestHash, locationPrefix, notBefore }), requestHash)
     } finally {
       this.#inFlight.delete(slot)
     }
   }
 }
 
-function resultOf (created: PetCreated, requestHash: string): IdempotentResult {
+function resultOf (created: ClaimedCreate, requestHash: string): IdempotentResult {
   if (created.outcome === 'created') return { response: created.response!, replayed: false }
   if (created.response.requestHash !== requestHash) throw REUSED
   return { response: created.response, replayed: true }

@@ -1,4 +1,6 @@
+import { Category, NewCategory } from '../categories/category.schemas.js'
 import { ErrorBody } from '../errors.js'
+import { Event } from '../events/event.schemas.js'
 import { NewOrder, Order, OrderStatus } from '../orders/order.schemas.js'
 import { NewPet, Pet, PetStatus } from '../pets/pet.schemas.js'
 
@@ -7,7 +9,7 @@ import { NewPet, Pet, PetStatus } from '../pets/pet.schemas.js'
  * OpenAPI document, and every copy of it in an operation (routes keep their schemas inline, which is
  * what Fastify validates and serializes with) is replaced by a `$ref` to it.
  */
-const NAMED_SCHEMAS = { Pet, NewPet, PetStatus, Order, NewOrder, OrderStatus, Error: ErrorBody }
+const NAMED_SCHEMAS = { Pet, NewPet, PetStatus, Category, NewCategory, Event, Order, NewOrder, OrderStatus, Error: ErrorBody }
 
 // A copy may say more than the component: these stay beside its `$ref` (OpenAPI 3.1 allows it).
 const OWN_KEYWORDS = ['description', 'default'] as const

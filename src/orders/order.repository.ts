@@ -1,6 +1,8 @@
 import { isoNow, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { lockIdOrder } from '../db/id-order-lock.js'
+import { recordEvents, type NewEvent } from '../events/event-log.js'
+import { petOfRow } from '../store/pet-columns.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import type { Order, OrderStatus } from './order.schemas.js'
 
@@ -15,19 +17,20 @@ export type PlaceOrderResult =
   { outcome: 'pet_not_available' }
 
 /**
- * Places an order for an available pet and makes the pet `pending`, in one transaction. The pet is
- * claimed by a conditional update, so of concurrent orders for one pet (on any instance) exactly one
- * finds it `available`; the others change nothing.
+ * Places an order for an available pet and makes the pet `pending`, with the events of both, in one
+ * transaction. The pet is claimed by a conditional update, so of concurrent orders for one pet (on
+ * any instance) exactly one finds it `available`; the others change nothing.
  */
 export async function placeOrder (db: Db, clock: Clock, petId: bigint): Promise<PlaceOrderResult> {
   try {
     return await db.transaction().execute(async (trx): Promise<PlaceOrderResult> => {
-      const claimed = await trx.updateTable('pets').set({ status: 'pending' })
+      const pet = await trx.updateTable('pets').set({ status: 'pending' })
         .where('id', '=', petId).where('status', '=', 'available')
+        .returningAll()
         .executeTakeFirst()
-      if (claimed.numUpdatedRows === 0n) {
-        const pet = await trx.selectFrom('pets').select('id').where('id', '=', petId).executeTakeFirst()
-        return { outcome: pet === undefined ? 'pet_not_found' : 'pet_not_available' }
+      if (pet === undefined) {
+        const exists = await trx.selectFrom('pets').select('id').where('id', '=', petId).executeTakeFirst()
+        return { outcome: exists === undefined ? 'pet_not_found' : 'pet_not_available' }
       }
       await lockIdOrder(trx, ORDER_INSERT_LOCK)
       const now = isoNow(clock)
@@ -35,6 +38,10 @@ export async function placeOrder (db: Db, clock: Clock, petId: bigint): Promise<
         .values({ pet_id: petId, status: 'placed', created_at: now, updated_at: now })
         .returning(ORDER_COLUMNS)
         .executeTakeFirstOrThrow()
+      await recordEvents(trx, now, [
+        { type: 'order.placed', data: order },
+        { type: 'pet.status_changed', data: { ...petOfRow(pet), previousStatus: 'available' } }
+      ])
       return { outcome: 'placed', order }
     })
   } catch (error) {
@@ -56,9 +63,10 @@ export type MoveOrderResult =
 export async function moveOrder (db: Db, clock: Clock, orderId: bigint, to: OrderStatus): Promise<MoveOrderResult> {
   const { from, petBecomes } = ORDER_TRANSITIONS[to]
   return await db.transaction().execute(async (trx): Promise<MoveOrderResult> => {
+    const now = isoNow(clock)
     const order = from.length === 0 ?
       undefined :
-        await trx.updateTable('orders').set({ status: to, updated_at: isoNow(clock) })
+        await trx.updateTable('orders').set({ status: to, updated_at: now })
           .where('id', '=', orderId).where('status', 'in', from)
           .returning(ORDER_COLUMNS)
           .executeTakeFirst()
@@ -66,9 +74,13 @@ export async function moveOrder (db: Db, clock: Clock, orderId: bigint, to: Orde
       const current = await trx.selectFrom('orders').select('status').where('id', '=', orderId).executeTakeFirst()
       return current === undefined ? { outcome: 'not_found' } : { outcome: 'invalid_transition', from: current.status }
     }
+    const events: NewEvent[] = [{ type: `order.${to}`, data: order }]
     if (petBecomes !== undefined) {
-      await trx.updateTable('pets').set({ status: petBecomes }).where('id', '=', order.petId).execute()
+      const { status: previousStatus } = await trx.selectFrom('pets').select('status').where('id', '=', order.petId).executeTakeFirstOrThrow()
+      const pet = await trx.updateTable('pets').set({ status: petBecomes }).where('id', '=', order.petId).returningAll().executeTakeFirstOrThrow()
+      events.push({ type: 'pet.status_changed', data: { ...petOfRow(pet), previousStatus } })
     }
+    await recordEvents(trx, now, events)
     return { outcome: 'moved', order }
   })
 }

@@ -65,10 +65,10 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
-    const afterId = afterIdOfCursor(cursorCodec, cursor, status)
+    const afterId = afterIdOfCursor(cursorCodec, cursor, { status })
     const page = await findOrderPage(db, { status, afterId, limit })
     if (page.nextAfterId !== undefined) {
-      reply.header('link', nextPageLink(apiUrl, cursorCodec, { path: '/store/orders', limit, status, afterId: page.nextAfterId }))
+      reply.header('link', nextPageLink(apiUrl, cursorCodec, { path: '/store/orders', limit, filter: { status }, afterId: page.nextAfterId }))
     }
     return page.orders
   })

@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { ApiError, errorExample } from '../errors.js'
-import type { CursorCodec } from './cursor.js'
+import type { CursorCodec, ListFilter } from './cursor.js'
 
 export const DEFAULT_PAGE_LIMIT = 20
 const MAX_PAGE_LIMIT = 100
@@ -17,10 +17,10 @@ export const PageCursor = Type.Optional(Type.String({
 }))
 
 /** The keyset position a `cursor` parameter stands for (none without one); a 400 when it was not made for this list and filter. */
-export function afterIdOfCursor<Filter extends string> (codec: CursorCodec<Filter>, cursor: string | undefined, filter: Filter | undefined): bigint | undefined {
+export function afterIdOfCursor<Status extends string> (codec: CursorCodec<Status>, cursor: string | undefined, filter: ListFilter<Status>): bigint | undefined {
   if (cursor === undefined) return undefined
   const afterId = codec.decode(cursor, filter)
-  if (afterId === undefined) throw new ApiError(400, 'validation_failed', 'Query parameter `cursor` is malformed or was issued for another status filter')
+  if (afterId === undefined) throw new ApiError(400, 'validation_failed', 'Query parameter `cursor` is malformed or was issued for another filter')
   return afterId
 }
 

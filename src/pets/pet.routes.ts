@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
 import { ApiError, errorExample, errorResponses } from '../errors.js'
+import { IdempotencyKeyHeaders } from '../idempotency/idempotency-key-header.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT, PAGE_LIMIT_INVALID } from '../pagination/page-query.js'
 import { deprecation } from '../plugins/route-notices.js'
 import { responseHeaders } from '../openapi/response-headers.js'
+import { sendJson, sendStoredAnswer } from '../send-json.js'
 import type { PetPage, PetStore } from '../store/pet-store.js'
-import { CreatePetHeaders, DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
+import { DEFAULT_PET_STATUS, ListPetsQuery, NewPet, Pet, PetIdParams, PetList, type PetStatus } from './pet.schemas.js'
 
 export interface PetRoutesOptions {
   pets: PetStore
@@ -38,13 +39,13 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       response: { 200: { ...PetList, description: 'A page of animals', headers: responseHeaders('Link') }, ...errorResponses(PAGE_LIMIT_INVALID, 401, 403, 429, 500, 503) }
     }
   }, async (request, reply) => {
-    const { limit = DEFAULT_PAGE_LIMIT, status, cursor } = request.query
-    const afterId = afterIdOfCursor(cursorCodec, cursor, status)
-    const page = await pets.findPage({ status, afterId, limit })
+    const { limit = DEFAULT_PAGE_LIMIT, status, categoryId, cursor } = request.query
+    const afterId = afterIdOfCursor(cursorCodec, cursor, { status, categoryId })
+    const page = await pets.findPage({ status, categoryId, afterId, limit })
     if (page.nextAfterId !== undefined) {
       let link = nextLinks.get(page)
       if (link === undefined) {
-        link = nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, status, afterId: page.nextAfterId })
+        link = nextPageLink(apiUrl, cursorCodec, { path: '/pets', limit, filter: { status, categoryId }, afterId: page.nextAfterId })
         nextLinks.set(page, link)
       }
       reply.header('link', link)
@@ -59,7 +60,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       summary: 'Add an animal',
       description: 'Stores the animal and answers it with the id the service gave it. Send an `Idempotency-Key` to make retries safe.',
       tags: ['pets'],
-      headers: CreatePetHeaders,
+      headers: IdempotencyKeyHeaders,
       body: NewPet,
       response: {
         201: { ...Pet, description: 'The animal as stored; `Location` gives its URL', headers: responseHeaders('Location', 'Idempotent-Replayed') },
@@ -75,12 +76,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       reply.code(201).header('location', `${petUrlPrefix}${created.pet.id}`)
       return created.pet
     }
-    const { response, replayed } = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, { name, categoryId, status }, petUrlPrefix)
-    reply.code(response.status as 201) // only successful creates are stored
-    if (response.location !== null) reply.header('location', response.location)
-    if (replayed) reply.header('idempotent-replayed', 'true')
-    // Stored as text and sent as stored, so a replay is byte for byte the first answer.
-    return sendJson(reply, response.body)
+    const result = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, petUrlPrefix,
+      async (claim) => await pets.create({ pet: { name, categoryId, status }, idempotency: claim }))
+    return sendStoredAnswer(reply, result)
   })
 
   app.get('/pets/:petId', {
@@ -110,9 +108,4 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     if (json === undefined) throw new ApiError(404, 'not_found', `No pet with id ${petId}`)
     return sendJson(reply, json)
   })
-}
-
-/** Sends JSON text the store or the idempotency record already holds, as it is, not through the typed serializer. */
-function sendJson (reply: FastifyReply<any>, json: string): FastifyReply<any> {
-  return reply.type('application/json; charset=utf-8').send(json)
 }

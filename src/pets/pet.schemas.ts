@@ -11,24 +11,32 @@ export type PetStatus = Static<typeof PetStatus>
 const PetId = Int64({ minimum: 1, description: 'Unique identifier assigned by the service on creation', examples: [42] })
 const CategoryId = Int64({
   minimum: 1,
-  description: 'Id of the category the animal belongs to: 1 to 9223372036854775807, exact',
+  description: 'Id of the category the animal belongs to: 1 to 9223372036854775807, exact. The category need not exist: ' +
+    'animals had category ids before categories could be created (beta), and clients written then keep working',
   examples: [3]
 })
 
-const REX = { id: 42, name: 'Rex', categoryId: 3, status: 'available' }
-
-export const NewPet = Type.Object({
-  name: Type.String({
+/**
+ * A name as sent (of an animal, of a category): 1 to 100 characters (code points) once whitespace at
+ * both ends is trimmed, without U+0000.
+ */
+export function Name (what: string, example: string) {
+  return Type.String({
     format: 'pet-name',
     // What standard keywords can say of the rule, for validators that do not know the format: not
     // empty, one character that is not whitespace, no U+0000. (A lookahead: `[^\0]*\S[^\0]*` would
     // backtrack quadratically on a long name ending in U+0000.) The length once trimmed cannot be said.
     minLength: 1,
     pattern: '^(?=[\\s\\S]*\\S)[^\\u0000]*$',
-    description: "The animal's name: 1 to 100 characters (code points) once whitespace at both ends is trimmed, " +
-      'without U+0000; stored as sent',
-    examples: ['Rex']
-  }),
+    description: `${what}: 1 to 100 characters (code points) once whitespace at both ends is trimmed, without U+0000; stored as sent`,
+    examples: [example]
+  })
+}
+
+const REX = { id: 42, name: 'Rex', categoryId: 3, status: 'available' }
+
+export const NewPet = Type.Object({
+  name: Name("The animal's name", 'Rex'),
   categoryId: CategoryId,
   status: Type.Optional({ ...PetStatus, description: 'Availability of the animal; `available` when omitted', default: DEFAULT_PET_STATUS })
 }, {
@@ -52,20 +60,11 @@ export const PetList = Type.Array(Pet, { examples: [[REX, { id: 43, name: 'Tom',
 export const ListPetsQuery = Type.Object({
   limit: PageLimit('animals'),
   status: Type.Optional({ ...PetStatus, description: 'Returns only animals with this status' }),
+  categoryId: Type.Optional(Int64({ minimum: 1, description: 'Returns only animals of this category', examples: [3] })),
   cursor: PageCursor
 }, { additionalProperties: false })
 export type ListPetsQuery = Static<typeof ListPetsQuery>
 
 export const PetIdParams = Type.Object({
   petId: Int64({ minimum: 1, description: 'Id of the animal to retrieve', examples: [42] })
-})
-
-export const CreatePetHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({
-    minLength: 1,
-    maxLength: 255,
-    pattern: '^[\\x20-\\x7E]+$',
-    description: 'Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; ' +
-      'a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing'
-  }))
 })

@@ -21,6 +21,11 @@ declare module 'fastify' {
 
 // RFC 7235: the scheme name is case-insensitive, and one or more spaces precede the credentials.
 const BEARER = /^Bearer +(.*)$/i
+
+/** The credentials of an `Authorization: Bearer` header, if it is one. */
+export function bearerToken (authorization: string | undefined): string | undefined {
+  return BEARER.exec(authorization ?? '')?.[1]?.trimEnd()
+}
 /** A key expiring sooner than this says so on every answer, as GitHub's tokens do. */
 const EXPIRATION_NOTICE_MS = 7 * 24 * 3_600_000
 
@@ -76,7 +81,7 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
   }
 
   app.addHook('onRequest', (request, reply, done) => {
-    const token = BEARER.exec(request.headers.authorization ?? '')?.[1]?.trimEnd()
+    const token = bearerToken(request.headers.authorization)
     // The hot path, without a promise: a key verified in the last seconds, counted in memory.
     const key: KeyCheck = token === undefined ? undefined : verifier.verifyCached(token)
     let pending: void | Promise<void>

@@ -13,8 +13,8 @@ import { shareErrorResponses, shareParameters } from '../openapi/shared-componen
 
 declare module 'fastify' {
   interface FastifySchema {
-    /** Copied into the operation: `experimental` operations may change without a new API version. */
-    'x-stability'?: 'experimental'
+    /** Copied into the operation: `experimental` operations may change at any time, `beta` ones with 30 days' notice. */
+    'x-stability'?: 'experimental' | 'beta'
   }
 }
 
@@ -81,6 +81,8 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
       servers: servers(config),
       tags: [
         { name: 'pets', description: 'Animals for sale' },
+        { name: 'categories', description: '**Beta**: the categories that animals\' `categoryId` names. They change only with 30 days\' notice.' },
+        { name: 'events', description: '**Beta**: the event log, every change to a pet, a category or an order. It changes only with 30 days\' notice.' },
         { name: 'store', description: '**Experimental**: orders that move a pet from `available` to `pending` to `sold`. They may change without a new API version.' }
       ],
       components: {

@@ -1,5 +1,5 @@
 import { Pet } from '../pets/pet.schemas.js'
-import type { PetTable } from '../pets/pet.table.js'
+import type { PetRow, PetTable } from '../pets/pet.table.js'
 
 /**
  * The column behind each field of the Pet schema, the one list every query that reads pets is built
@@ -17,6 +17,11 @@ const PET_FIELDS = Object.keys(Pet.properties).map((field) => ({ field, column: 
 
 /** The select list that reads a pet's columns under its field names (SQL for both dialects). */
 export const PET_SELECT_LIST = PET_FIELDS.map(({ field, column }) => field === column ? column : `${column} as "${field}"`).join(', ')
+
+/** A pet as the API answers it, from its row (for the writes that read it back through Kysely). */
+export function petOfRow (row: PetRow): Pet {
+  return Object.fromEntries(PET_FIELDS.map(({ field, column }) => [field, row[column]])) as Pet
+}
 
 /** The pets' columns that answers are made of, under their own names. */
 export const PET_COLUMN_LIST = PET_FIELDS.map(({ column }) => column).join(', ')

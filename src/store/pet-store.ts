@@ -9,6 +9,7 @@ export interface PetValues {
 
 export interface PetFilter {
   status: PetStatus | undefined
+  categoryId?: bigint | undefined
   /** Keyset position: only pets with a greater id. */
   afterId?: bigint | undefined
   limit: number
@@ -60,7 +61,7 @@ export type PetCreated =
  * only this.
  */
 export interface PetStore {
-  /** Pets in ascending id order after a keyset position; the (status, id) index keeps this flat as the store grows. */
+  /** Pets in ascending id order after a keyset position; the (status, id) and (category_id, id) indexes keep this flat as the store grows. */
   findPage: (filter: PetFilter) => Promise<PetPage>
   /** One pet as JSON text, or undefined when there is none with this id. */
   findById: (id: bigint) => Promise<string | undefined>

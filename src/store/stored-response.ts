@@ -1,11 +1,24 @@
 import { stringify as stringifyExact } from 'lossless-json'
-import type { Pet } from '../pets/pet.schemas.js'
+import type { Db } from '../db/database.js'
 import type { IdempotencyClaim, StoredResponse } from './pet-store.js'
 
-/** The answer kept with a claim for the pet it created: the body is stored as text and replayed byte for byte. */
-export function createdResponse (claim: IdempotencyClaim, pet: Pet): StoredResponse {
-  return { requestHash: claim.requestHash, status: 201, body: stringifyExact(pet)!, location: `${claim.locationPrefix}${pet.id}` }
+/** The answer kept with a claim for what it created (a pet, a category): the body is stored as text and replayed byte for byte. */
+export function createdResponse (claim: IdempotencyClaim, created: { id: bigint }): StoredResponse {
+  return { requestHash: claim.requestHash, status: 201, body: stringifyExact(created)!, location: `${claim.locationPrefix}${created.id}` }
 }
 
 /** Columns of `idempotency_keys` under the names of StoredResponse. */
 export const STORED_RESPONSE_SELECT_LIST = 'request_hash as "requestHash", status_code as status, response_body as body, location'
+
+/** Keeps the answer under its claim, in the caller's transaction (through Kysely: SQLite's hot path has its own statement). */
+export async function saveResponse (trx: Db, claim: IdempotencyClaim, response: StoredResponse, createdAt: string): Promise<void> {
+  await trx.insertInto('idempotency_keys').values({
+    api_key_id: claim.apiKeyId,
+    key: claim.key,
+    request_hash: response.requestHash,
+    status_code: response.status,
+    response_body: response.body,
+    location: response.location,
+    created_at: createdAt
+  }).execute()
+}

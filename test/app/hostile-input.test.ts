@@ -15,13 +15,15 @@ const PATHS = [
   '/v1/pets/99999999999999999999999', '/v1/pets/9223372036854775808', '/v1/pets/%00', '/v1/pets/%ZZ',
   '/v1/pets/%E0%A4%A', '/v1//pets', '/v1/pets/../pets', '/v1/pets/1/', '/v1/PETS', '/v1', '/', '/healthz',
   '/v1/openapi.json', '/v1/store/orders', '/v1/store/orders/1', '/v1/store/orders/0', '/v1/store/orders/abc',
-  '/v1/store/orders/9223372036854775808', '/docs', '/docs/static/../../package.json', '/%2e%2e/etc/passwd', `/v1/pets/${'9'.repeat(300)}`, `/${'a'.repeat(5000)}`
+  '/v1/store/orders/9223372036854775808', '/v1/categories', '/v1/categories/1', '/v1/categories/abc', '/v1/categories/0',
+  '/v1/events', '/v1/events', '/v1/events/', '/v1/EVENTS', '/docs', '/docs/static/../../package.json', '/%2e%2e/etc/passwd', `/v1/pets/${'9'.repeat(300)}`, `/${'a'.repeat(5000)}`
 ]
 const QUERIES = [
   '', '', '?limit=5', '?limit=0', '?limit=101', '?limit=abc', '?limit=1.5', '?limit=-1', '?limit=1e1',
   `?${'limit=1&'.repeat(500)}`, '?status=available', '?status=AVAILABLE', '?status[]=sold', '?status[0]=sold',
   '?__proto__[admin]=1', '?constructor[prototype][admin]=1', '?__proto__=x', '?limit=%00', '?%ZZ=%ZZ',
-  '?cursor=AAAA', `?cursor=${'A'.repeat(5000)}`, '?cursor=%F0%9F%90%95', `?q=${'x'.repeat(20_000)}`, '?limit=5&limit=6', '?=&&=='
+  '?after=-1', '?after=99999999999999999999', '?after=1&after=2', '?type=pet.created', '?type=pet.created&type=nope',
+  '?type[]=pet.created', `?${'type=pet.created&'.repeat(50)}`, '?categoryId=abc', '?categoryId=1', '?categoryId=0', '?cursor=AAAA', `?cursor=${'A'.repeat(5000)}`, '?cursor=%F0%9F%90%95', `?q=${'x'.repeat(20_000)}`, '?limit=5&limit=6', '?=&&=='
 ]
 const CONTENT_TYPES = [
   'application/json', 'application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json; charset=utf-16',
@@ -38,7 +40,9 @@ const BODIES = [
   '{"name":"Rex","categoryId":1}garbage', '{"name":"Rex","name":"Max","categoryId":1}', '\ufeff{"name":"Rex","categoryId":1}',
   // Orders for a pet that does not exist, and moves of orders that do not: the pets made before stay as they are.
   '{"petId":999999}', '{"petId":"1"}', '{"petId":-1}', '{"petId":99999999999999999999}', '{"status":"approved"}',
-  '{"status":"cancelled","petId":1}', '{"status":null}'
+  '{"status":"cancelled","petId":1}', '{"status":null}',
+  // Categories: a name twice in other cases, and names no category may have.
+  '{"name":"Dogs"}', '{"name":"DOGS"}', '{"name":"Stra\u00dfe"}', '{"name":"STRASSE"}', '{"name":"   "}', '{"name":"Dogs","id":1}'
 ]
 
 function hostileRequest (random: Random, validAuth: string): InjectOptions {

@@ -27,6 +27,18 @@ forEachStore((store) => {
     assert.equal(await second.stop('SIGINT'), 0)
   })
 
+  test('SIGTERM ends open event streams at once and exits 0', async (t) => {
+    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t) })
+    const key = KEY_LINE.exec(server.output())![0]
+    const stream = await fetch(`${server.url}/v1/events/stream`, { headers: { authorization: `Bearer ${key}` } })
+    assert.equal(stream.status, 200)
+    const read = stream.text() // resolves when the server ends the stream
+    const started = Date.now()
+    assert.equal(await server.stop('SIGTERM'), 0)
+    assert.match(await read, /^: connected\n\n/)
+    assert.ok(Date.now() - started < 2000, `stopped in ${Date.now() - started} ms`)
+  })
+
   test('a key revoked with the CLI is refused by a running server within 2 seconds (its cache), as the README and the CLI say', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     const server = await startServer(t, env)

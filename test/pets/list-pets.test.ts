@@ -2,18 +2,13 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { PetStatus } from '../../src/client/index.js'
-import { build, clientFor, createPet, errorOf, forEachStore, type TestApp } from '../helper.js'
+import { build, clientFor, createPet, errorOf, forEachStore, nextLink, type TestApp } from '../helper.js'
 
 forEachStore((store) => {
   async function seed (testApp: TestApp, count: number, status?: PetStatus): Promise<number[]> {
     const ids = []
     for (let i = 0; i < count; i++) ids.push((await createPet(testApp, { name: `Pet ${i}`, categoryId: 1, ...(status && { status }) })).id)
     return ids
-  }
-
-  function nextLink (header: unknown): string | undefined {
-    const match = /^<([^>]+)>; rel="next"$/.exec(String(header ?? ''))
-    return match?.[1]
   }
 
   test('listPets returns at most 20 pets by default, in ascending id order', async (t) => {

@@ -3,6 +3,8 @@ import { test } from 'node:test'
 import { Ajv } from 'ajv'
 import { ConfigSchema } from '../../src/config.js'
 import { ErrorBody } from '../../src/errors.js'
+import * as categorySchemas from '../../src/categories/category.schemas.js'
+import { IdempotencyKeyHeaders } from '../../src/idempotency/idempotency-key-header.js'
 import * as orderSchemas from '../../src/orders/order.schemas.js'
 import * as petSchemas from '../../src/pets/pet.schemas.js'
 
@@ -18,11 +20,11 @@ function isSchema (entry: [string, unknown]): entry is [string, object] {
 const schemas: Array<[string, object]> = [
   ['ConfigSchema', ConfigSchema],
   ['ErrorBody', ErrorBody],
-  ...Object.entries<unknown>({ ...petSchemas, ...orderSchemas }).filter(isSchema)
+  ...Object.entries<unknown>({ ...petSchemas, ...categorySchemas, ...orderSchemas, IdempotencyKeyHeaders }).filter(isSchema)
 ]
 
 test('every request, response and configuration schema is valid JSON Schema', () => {
-  for (const name of ['NewPet', 'Pet', 'ListPetsQuery', 'PetIdParams', 'CreatePetHeaders', 'NewOrder', 'ListOrdersQuery', 'OrderIdParams']) {
+  for (const name of ['NewPet', 'Pet', 'ListPetsQuery', 'PetIdParams', 'IdempotencyKeyHeaders', 'NewCategory', 'Category', 'ListCategoriesQuery', 'CategoryIdParams', 'NewOrder', 'ListOrdersQuery', 'OrderIdParams']) {
     assert.ok(schemas.some(([found]) => found === name), `${name} is checked`)
   }
   for (const [name, schema] of schemas) {

@@ -2,12 +2,13 @@ import { sql } from 'kysely'
 import { stringify as stringifyExact } from 'lossless-json'
 import { isoNow, type Clock } from '../../clock.js'
 import type { Db } from '../../db/database.js'
-import { lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
+import { IDEMPOTENCY_CLAIM_LOCK, lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
+import { recordEvents, type NewEvent } from '../../events/event-log.js'
 import type { Pet } from '../../pets/pet.schemas.js'
 import { GroupCommit } from '../group-commit.js'
 import { inGivenOrder, PET_INSERT_COLUMNS, PET_SELECT_LIST, petRowValues } from '../pet-columns.js'
 import type { PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
-import { createdResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
+import { createdResponse, saveResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 
 const PETS = sql.raw(PET_SELECT_LIST)
 const STORED_RESPONSE = sql.raw(STORED_RESPONSE_SELECT_LIST)
@@ -17,16 +18,18 @@ const ROWS_PER_INSERT = 1000
 
 /**
  * Pets on PostgreSQL, where other instances write unseen, so every read goes to the database.
- * Creates are committed in groups, each under the lock that orders pet ids (see lockIdOrder).
+ * Creates are committed in groups, each under the lock that orders pet ids (see lockIdOrder), with a
+ * `pet.created` event for each pet.
  */
 export class PostgresPetStore implements PetStore {
   readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
 
   constructor (private readonly db: Db, private readonly clock: Clock) {}
 
-  async findPage ({ status, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
+  async findPage ({ status, categoryId, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
     const byStatus = status === undefined ? sql`` : sql`status = ${status} and`
-    const { rows: pets } = await sql<Pet>`select ${PETS} from pets where ${byStatus} id > ${afterId} order by id limit ${limit + 1}`.execute(this.db)
+    const byCategory = categoryId === undefined ? sql`` : sql`category_id = ${categoryId} and`
+    const { rows: pets } = await sql<Pet>`select ${PETS} from pets where ${byStatus} ${byCategory} id > ${afterId} order by id limit ${limit + 1}`.execute(this.db)
     const more = pets.length > limit
     if (more) pets.length = limit
     return { json: stringifyExact(pets)!, nextAfterId: more ? pets[limit - 1]!.id : undefined }
@@ -45,7 +48,9 @@ export class PostgresPetStore implements PetStore {
     const createdAt = isoNow(this.clock)
     return await this.db.transaction().execute(async (trx) => {
       await lockIdOrder(trx, PET_INSERT_LOCK)
-      return await insertPets(trx, pets, createdAt)
+      const stored = await insertPets(trx, pets, createdAt)
+      await recordEvents(trx, createdAt, petsCreated(stored))
+      return stored
     })
   }
 
@@ -60,13 +65,15 @@ export class PostgresPetStore implements PetStore {
   }
 
   /**
-   * One transaction for the group, under the lock every create takes: so a transaction of another
-   * instance that claims one of these idempotency keys has committed (and is seen) or not begun, and
-   * the keys can be looked at, then claimed, without a race.
+   * One transaction for the group, under the lock every pet create takes, and the one every claim of
+   * an idempotency key takes (a category's too): so a transaction of another instance that claims one
+   * of these keys has committed (and is seen) or not begun, and the keys can be looked at, then
+   * claimed, without a race.
    */
   async #commit (creates: PetCreate[]): Promise<PetCreated[]> {
     const createdAt = isoNow(this.clock)
     return await this.db.transaction().execute(async (trx) => {
+      if (creates.some(({ idempotency }) => idempotency !== undefined)) await lockIdOrder(trx, IDEMPOTENCY_CLAIM_LOCK)
       await lockIdOrder(trx, PET_INSERT_LOCK)
       const outcomes: Array<PetCreated | undefined> = []
       for (const { idempotency: claim } of creates) {
@@ -94,17 +101,11 @@ export class PostgresPetStore implements PetStore {
           continue
         }
         const response = createdResponse(claim, pet)
-        await trx.insertInto('idempotency_keys').values({
-          api_key_id: claim.apiKeyId,
-          key: claim.key,
-          request_hash: response.requestHash,
-          status_code: response.status,
-          response_body: response.body,
-          location: response.location,
-          created_at: createdAt
-        }).execute()
+        await saveResponse(trx, claim, response, createdAt)
         created.push({ outcome: 'created', pet, response })
       }
+      // Last, as every transaction that records events (see recordEvents).
+      await recordEvents(trx, createdAt, petsCreated(pets))
       return created
     })
   }
@@ -119,4 +120,8 @@ async function insertPets (trx: Db, pets: readonly PetValues[], createdAt: strin
     stored.push(...inserted)
   }
   return inGivenOrder(pets, stored)
+}
+
+function petsCreated (pets: readonly Pet[]): NewEvent[] {
+  return pets.map((pet) => ({ type: 'pet.created', data: pet }))
 }

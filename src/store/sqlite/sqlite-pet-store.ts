@@ -14,11 +14,12 @@ import { commitCreates, insertPets } from './sqlite-pet-writes.js'
 const PET_JSON = petJsonSql('json_object')
 const PAGE = (filter: string) => `select json_group_array(${PET_JSON}) as json, count(*) as count, max(id) as "lastId" ` +
   `from (select ${PET_COLUMN_LIST} from pets where ${filter} id > ? order by id limit ?)`
-const PAGE_ALL = PAGE('')
-const PAGE_BY_STATUS = PAGE('status = ? and')
 const MORE_AFTER = (filter: string) => `select 1 as more from pets where ${filter} id > ? limit 1`
-const MORE_ALL = MORE_AFTER('')
-const MORE_BY_STATUS = MORE_AFTER('status = ? and')
+/** The statements of a page, indexed by `filterKey`; the filter's values are bound first, status before category. */
+const PAGE_STATEMENTS = [false, true].flatMap((byCategory) => [false, true].map((byStatus) => {
+  const filter = `${byStatus ? 'status = ? and ' : ''}${byCategory ? 'category_id = ? and ' : ''}`
+  return { page: PAGE(filter), more: MORE_AFTER(filter) }
+}))
 const PET_BY_ID = `select ${PET_JSON} as json from pets where id = ?`
 
 export interface SqlitePetStoreParts {
@@ -49,13 +50,14 @@ export class SqlitePetStore implements PetStore {
     this.#cache = new StoreReadCache(parts.commitVersion)
   }
 
-  async findPage ({ status, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
-    return this.#cache.get(`pets?${status}&${afterId}&${limit}`, () => {
+  async findPage ({ status, categoryId, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
+    return this.#cache.get(`pets?${status}&${categoryId}&${afterId}&${limit}`, () => {
       const { reader } = this.#parts
-      const filter = status === undefined ? [] : [status]
-      const [page] = reader.query<{ json: string, count: bigint, lastId: bigint | null }>(status === undefined ? PAGE_ALL : PAGE_BY_STATUS, [...filter, afterId, limit])
+      const { page: pageSql, more: moreSql } = PAGE_STATEMENTS[filterKey(status !== undefined, categoryId !== undefined)]!
+      const filter = [status, categoryId].filter((value) => value !== undefined)
+      const [page] = reader.query<{ json: string, count: bigint, lastId: bigint | null }>(pageSql, [...filter, afterId, limit])
       if (page === undefined || page.lastId === null || page.count < BigInt(limit)) return { json: page?.json ?? '[]', nextAfterId: undefined }
-      const more = reader.query(status === undefined ? MORE_ALL : MORE_BY_STATUS, [...filter, page.lastId])
+      const more = reader.query(moreSql, [...filter, page.lastId])
       return { json: page.json, nextAfterId: more.length > 0 ? page.lastId : undefined }
     })
   }
@@ -88,4 +90,8 @@ export class SqlitePetStore implements PetStore {
   async #onWriter<T> (work: (writer: SqliteConnection) => T): Promise<T> {
     return await this.#parts.db.connection().execute(async () => work(this.#parts.writer))
   }
+}
+
+function filterKey (byStatus: boolean, byCategory: boolean): number {
+  return (byStatus ? 1 : 0) + (byCategory ? 2 : 0)
 }

@@ -1,5 +1,5 @@
 import type { Pet } from '../../pets/pet.schemas.js'
-import { inGivenOrder, PET_INSERT_COLUMNS, PET_SELECT_LIST, petRowValues } from '../pet-columns.js'
+import { inGivenOrder, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql, petRowValues } from '../pet-columns.js'
 import type { PetCreate, PetCreated, PetValues, StoredResponse } from '../pet-store.js'
 import { createdResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 import type { SqliteConnection } from './sqlite-connection.js'
@@ -12,6 +12,10 @@ const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
   rows,
   `insert into pets ${PET_INSERT_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} returning ${PET_SELECT_LIST}`
 ]))
+
+// The pets' events, written by SQLite from the rows just inserted (no JSON made in JavaScript). SQLite
+// has one writer, so the ids from the first to the last pet of a transaction are all its own.
+const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('json_object')} from pets where id between ? and ? order by id`
 
 const DELETE_EXPIRED_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ? and created_at < ?'
 const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ?`
@@ -47,7 +51,10 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
   })
 }
 
-/** Inserts pets inside the caller's write transaction and returns them with their ids, in the order given. */
+/**
+ * Inserts pets, and a `pet.created` event for each, inside the caller's write transaction and returns
+ * them with their ids, in the order given.
+ */
 export function insertPets (connection: SqliteConnection, pets: readonly PetValues[], createdAt: string): Pet[] {
   const stored: Pet[] = []
   let start = 0
@@ -57,5 +64,12 @@ export function insertPets (connection: SqliteConnection, pets: readonly PetValu
       stored.push(...connection.query<Pet>(INSERT_PETS.get(size)!, values))
     }
   }
+  if (stored.length > 0) {
+    const ids = stored.map((pet) => pet.id)
+    connection.query(RECORD_PETS_CREATED, [createdAt, ids.reduce(min), ids.reduce(max)])
+  }
   return inGivenOrder(pets, stored)
 }
+
+const min = (a: bigint, b: bigint): bigint => a < b ? a : b
+const max = (a: bigint, b: bigint): bigint => a > b ? a : b

@@ -1,0 +1,251 @@
+import type { ServerResponse } from 'node:http'
+import type { ApiKeyVerifier } from '../api-keys/api-key.verifier.js'
+import type { Db } from '../db/database.js'
+import { findEvents, findLastEventId, findPrunedThrough, type StoredEvent } from './event.repository.js'
+import type { EventType } from './event.schemas.js'
+
+export interface EventStreamLimits {
+  /** How often the log is read for events committed since, by this instance or any other. */
+  pollMs: number
+  /** The longest a stream stays silent: a comment line is sent at least this often. */
+  heartbeatMs: number
+  /** How often each stream's key is checked again (revoked, expired, scope taken away). */
+  keyCheckMs: number
+  /** What a stream may have waiting to be sent, in bytes, before it is reset: a slow reader holds no more. */
+  maxBufferedBytes: number
+  /** Open streams an API key may hold on one instance. */
+  maxPerKey: number
+}
+
+interface Stream {
+  response: ServerResponse
+  apiKeyId: bigint
+  /** The key as presented, checked again every keyCheckMs. */
+  token: string
+  types: ReadonlySet<EventType> | undefined
+  /** The id of the last event of the log this stream has passed (sent, or skipped by its type filter). */
+  position: bigint
+  /** Served by the poller, once caught up with it. */
+  live: boolean
+}
+
+const CATCH_UP_PAGE = 500
+const POLL_PAGE = 1000
+
+/**
+ * The live streams of an instance. One poller reads the event log for what was committed since its
+ * last read (by this instance or another on the same store) and hands it to every stream that has
+ * caught up; a stream opened after an event id first reads the log from there on its own, then joins.
+ * Polling rather than PostgreSQL's LISTEN/NOTIFY: it needs no connection of its own (LISTEN does not
+ * work through a transaction-pooling PgBouncer), and its cost, a query a poll, does not grow with
+ * the number of streams.
+ */
+export class EventStreams {
+  readonly #streams = new Set<Stream>()
+  /** Places taken per key: open streams, and those being set up (see reserve). */
+  readonly #perKey = new Map<bigint, number>()
+  /** The id of the last event the poller has handed out; known while a stream is open. */
+  #head: bigint | undefined
+  #headRead: Promise<void> | undefined
+  #timers: NodeJS.Timeout[] = []
+  #polling = false
+  #checkingKeys = false
+  #failing = false
+  #closing = false
+
+  constructor (
+    private readonly db: Db,
+    private readonly verifier: ApiKeyVerifier,
+    private readonly limits: EventStreamLimits,
+    private readonly onError: (error: unknown) => void
+  ) {}
+
+  get maxPerKey (): number {
+    return this.limits.maxPerKey
+  }
+
+  /**
+   * Takes a place for a new stream of this key, before anything is awaited, so that concurrent opens
+   * cannot pass the limit together; false when the key holds as many as it may. The place is given
+   * back by `release`, or when the stream `open` starts with it ends.
+   */
+  reserve (apiKeyId: bigint): boolean {
+    const taken = this.#perKey.get(apiKeyId) ?? 0
+    if (taken >= this.limits.maxPerKey) return false
+    this.#perKey.set(apiKeyId, taken + 1)
+    return true
+  }
+
+  release (apiKeyId: bigint): void {
+    const taken = this.#perKey.get(apiKeyId)! - 1
+    if (taken === 0) this.#perKey.delete(apiKeyId)
+    else this.#perKey.set(apiKeyId, taken)
+  }
+
+  /**
+   * Serves the events after `after` on `response`, whose headers are written, with the place the key
+   * reserved, until the client goes, its key loses access, it falls too far behind, or the service
+   * closes. A stream whose client left while it was set up, or that comes as the service closes, ends at once.
+   */
+  open (response: ServerResponse, { apiKeyId, token, types, after }: { apiKeyId: bigint, token: string, types: ReadonlySet<EventType> | undefined, after: bigint }): void {
+    if (!isOpen(response) || this.#closing) {
+      this.release(apiKeyId)
+      response.end()
+      return
+    }
+    const stream: Stream = { response, apiKeyId, token, types, position: after, live: false }
+    this.#streams.add(stream)
+    response.on('close', () => { this.#remove(stream) })
+    if (this.#timers.length === 0) this.#start()
+    this.#catchUp(stream).catch((error: unknown) => {
+      this.#failed(error)
+      response.end()
+    })
+  }
+
+  /** Ends every stream at once, and any that comes later (the service is closing: streams are not waited for). */
+  closeAll (): void {
+    this.#closing = true
+    for (const { response } of this.#streams) response.end()
+  }
+
+  /** Reads the log from the stream's position until it has reached what the poller hands out. */
+  async #catchUp (stream: Stream): Promise<void> {
+    await this.#readHead()
+    for (;;) {
+      const head = this.#head!
+      const from = stream.position
+      const { events, more } = await findEvents(this.db, { afterId: from, types: undefined, limit: CATCH_UP_PAGE })
+      // Read after the page, as the feed does: events deleted for their age would leave a gap in it.
+      const prunedThrough = await findPrunedThrough(this.db)
+      if (!isOpen(stream.response)) return
+      if (from < prunedThrough) {
+        this.#reset(stream)
+        return
+      }
+      this.#send(stream, events)
+      // All of the log up to `head` was visible to that read (ids become visible in order).
+      if (!more && stream.position < head) stream.position = head
+      // Compared with the poller's head as it is now, with no await in between: it hands out what follows.
+      if (!more && stream.position >= this.#head!) {
+        stream.live = true
+        return
+      }
+      // Reads are microtasks on SQLite: without this wait, a long backlog would all be buffered at once.
+      if (stream.response.writableNeedDrain) await drainedOrClosed(stream.response)
+    }
+  }
+
+  /** Learns where the log ends, once for all the streams that open while no other is. */
+  async #readHead (): Promise<void> {
+    if (this.#head !== undefined) return
+    this.#headRead ??= findLastEventId(this.db).then((id) => { this.#head ??= id }).finally(() => { this.#headRead = undefined })
+    await this.#headRead
+  }
+
+  async #poll (): Promise<void> {
+    if (this.#polling) return
+    this.#polling = true
+    try {
+      for (;;) {
+        const head = this.#head
+        if (head === undefined) return // not known yet, or no stream is open
+        const { events, more } = await findEvents(this.db, { afterId: head, types: undefined, limit: POLL_PAGE })
+        this.#failing = false
+        // Every stream closed meanwhile, and maybe others opened from another head: that read is not theirs.
+        if (this.#head !== head || events.length === 0) return
+        for (const stream of this.#streams) if (stream.live) this.#send(stream, events)
+        this.#head = events.at(-1)!.id
+        if (!more) return
+      }
+    } finally {
+      this.#polling = false
+    }
+  }
+
+  /** Writes the events past the stream's position that its filter keeps; resets a stream that cannot keep up. */
+  #send (stream: Stream, events: readonly StoredEvent[]): void {
+    const { response } = stream
+    if (!isOpen(response)) return
+    for (const event of events) {
+      if (event.id <= stream.position) continue
+      stream.position = event.id
+      if (stream.types === undefined || stream.types.has(event.type)) response.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.json}\n\n`)
+    }
+    if (response.writableLength > this.limits.maxBufferedBytes) this.#reset(stream)
+  }
+
+  /** Ends a stream that cannot go on (its reader fell behind, or events it was due were deleted), telling it where to resume from the feed. */
+  #reset (stream: Stream): void {
+    const data = JSON.stringify({
+      message: `The stream fell too far behind and was closed: read GET /v1/events?after=${stream.position} to catch up, then open a stream again`,
+      after: Number(stream.position)
+    })
+    stream.live = false
+    stream.response.end(`event: stream.reset\ndata: ${data}\n\n`)
+  }
+
+  /** Closes the streams whose key was revoked, expired or lost the scope; each key is looked at once. */
+  async #checkKeys (): Promise<void> {
+    if (this.#checkingKeys) return // the store is slow: the check under way is enough
+    this.#checkingKeys = true
+    try {
+      const byToken = new Map<string, Stream[]>()
+      for (const stream of this.#streams) {
+        const streams = byToken.get(stream.token)
+        if (streams === undefined) byToken.set(stream.token, [stream])
+        else streams.push(stream)
+      }
+      for (const [token, streams] of byToken) {
+        const key = await this.verifier.verify(token)
+        if (typeof key !== 'object' || !key.scopes.has('events:read')) for (const { response } of streams) response.end()
+      }
+    } finally {
+      this.#checkingKeys = false
+    }
+  }
+
+  #start (): void {
+    const every = (ms: number, task: () => unknown) => setInterval(task, ms).unref()
+    this.#timers = [
+      every(this.limits.pollMs, () => { this.#poll().catch((error: unknown) => { this.#failed(error) }) }),
+      every(this.limits.heartbeatMs, () => {
+        for (const { response } of this.#streams) if (isOpen(response)) response.write(': heartbeat\n\n')
+      }),
+      every(this.limits.keyCheckMs, () => { this.#checkKeys().catch((error: unknown) => { this.#failed(error) }) })
+    ]
+  }
+
+  /** Reports a failure to read the store once, not at every poll while it lasts. */
+  #failed (error: unknown): void {
+    if (!this.#failing) this.onError(error)
+    this.#failing = true
+  }
+
+  #remove (stream: Stream): void {
+    if (!this.#streams.delete(stream)) return
+    this.release(stream.apiKeyId)
+    if (this.#streams.size > 0) return
+    for (const timer of this.#timers) clearInterval(timer)
+    this.#timers = []
+    this.#head = undefined
+  }
+}
+
+/** Neither ended by the service nor closed by the client. */
+function isOpen (response: ServerResponse): boolean {
+  return !response.writableEnded && !response.destroyed
+}
+
+/** Resolves when the response can take more, or has closed. */
+async function drainedOrClosed (response: ServerResponse): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      response.off('drain', done)
+      response.off('close', done)
+      resolve()
+    }
+    response.on('drain', done)
+    response.on('close', done)
+  })
+}

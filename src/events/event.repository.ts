@@ -1,0 +1,63 @@
+import { sql } from 'kysely'
+import type { Db } from '../db/database.js'
+import type { EventType } from './event.schemas.js'
+
+/** An event as the API sends it: its id and type, and its JSON text. */
+export interface StoredEvent {
+  id: bigint
+  type: EventType
+  json: string
+}
+
+/** Events after `afterId`, of the given types (all without), in ascending id order, and whether more follow. */
+export async function findEvents (db: Db, { afterId, types, limit }: { afterId: bigint, types: readonly EventType[] | undefined, limit: number }): Promise<{ events: StoredEvent[], more: boolean }> {
+  let query = db.selectFrom('events').select(['id', 'type', 'occurred_at', 'data']).where('id', '>', afterId).orderBy('id').limit(limit + 1)
+  if (types !== undefined) query = query.where('type', 'in', types)
+  const rows = await query.execute()
+  const more = rows.length > limit
+  if (more) rows.length = limit
+  // `data` is JSON text the service wrote: placed as it is, not parsed and written again.
+  const events = rows.map(({ id, type, occurred_at: occurredAt, data }) => ({
+    id, type, json: `{"id":${id},"type":${JSON.stringify(type)},"occurredAt":${JSON.stringify(occurredAt)},"data":${data}}`
+  }))
+  return { events, more }
+}
+
+/** The greatest event id, 0 when there is none. */
+export async function findLastEventId (db: Db): Promise<bigint> {
+  const row = await db.selectFrom('events').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst()
+  return row?.id ?? 0n
+}
+
+/** The id of the last event deleted for its age (0 when none was): a reader after an older id has missed events. */
+export async function findPrunedThrough (db: Db): Promise<bigint> {
+  const row = await db.selectFrom('settings').select('value').where('name', '=', 'events_pruned_through').executeTakeFirstOrThrow()
+  return BigInt(row.value)
+}
+
+/** The smallest id kept, if any. */
+export async function findOldestEventId (db: Db): Promise<bigint | undefined> {
+  const row = await db.selectFrom('events').select('id').orderBy('id').limit(1).executeTakeFirst()
+  return row?.id
+}
+
+/**
+ * Deletes, in one transaction, the oldest events up to `batch` of them that occurred before `before`
+ * (ISO 8601), stopping at the first younger one, and records the last id deleted; returns how many.
+ * Walking from the smallest id needs no index beyond the id's.
+ */
+export async function pruneEvents (db: Db, before: string, batch: number): Promise<number> {
+  return await db.transaction().execute(async (trx) => {
+    const oldest = await trx.selectFrom('events').select(['id', 'occurred_at']).orderBy('id').limit(batch).execute()
+    const younger = oldest.findIndex((event) => event.occurred_at >= before)
+    const count = younger === -1 ? oldest.length : younger
+    if (count === 0) return 0
+    const through = oldest[count - 1]!.id
+    await trx.deleteFrom('events').where('id', '<=', through).execute()
+    // Never backwards: another instance's pruning may have gone further meanwhile.
+    await trx.updateTable('settings').set({ value: String(through) })
+      .where('name', '=', 'events_pruned_through').where(sql`cast(value as bigint)`, '<', through)
+      .execute()
+    return count
+  })
+}

@@ -1,0 +1,135 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { OutgoingHttpHeaders } from 'node:http'
+import type { preValidationHookHandler } from 'fastify'
+import { Type } from 'typebox'
+import type { Db } from '../db/database.js'
+import { ApiError, errorExample, errorResponses } from '../errors.js'
+import { responseHeaders } from '../openapi/response-headers.js'
+import { bearerToken } from '../plugins/auth.js'
+import { sendJson } from '../send-json.js'
+import { findEvents, findLastEventId, findOldestEventId, findPrunedThrough } from './event.repository.js'
+import type { EventStreams } from './event-streams.js'
+import { DEFAULT_EVENTS_PER_PAGE, EventList, ListEventsQuery, StreamEventsHeaders, StreamEventsQuery, type EventType } from './event.schemas.js'
+
+export interface EventRoutesOptions {
+  db: Db
+  streams: EventStreams
+  retentionDays: number
+  /** Turns a path under /v1 into the URL clients should follow. */
+  apiUrl: (path: string) => string
+}
+
+const STREAM_EXAMPLE = 'id: 1042\nevent: pet.created\ndata: {"id":1042,"type":"pet.created","occurredAt":"2026-11-24T10:15:30.000Z",' +
+  '"data":{"id":42,"name":"Rex","categoryId":3,"status":"available"}}\n\n: heartbeat\n\n'
+
+const TOO_MANY_STREAMS = {
+  status: 429,
+  description: 'Too many requests, or the key holds as many open streams as it may (`MAX_STREAMS_PER_KEY`)',
+  code: 'rate_limited',
+  example: 'This API key holds 5 open event streams, the most it may; close one first'
+} as const
+
+const EVENTS_EXPIRED = {
+  status: 410,
+  description: 'Events after `after` are no longer kept: read the current state, then continue from the oldest event kept',
+  code: 'events_expired',
+  example: 'Events after 41 are no longer kept (events are kept 30 days); the oldest kept is 1042: read the current state, then continue with after=1041'
+} as const
+
+const TYPE_INVALID = errorExample(400, 'Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled')
+
+// `type` may be given once or repeated: once, the query string parser makes it a string.
+const typesAsList: preValidationHookHandler = (request, _reply, done) => {
+  const query = request.query as { type?: unknown }
+  if (typeof query.type === 'string') query.type = [query.type]
+  done()
+}
+
+/** The event log (beta), as a feed read page by page and as a live stream. */
+export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, apiUrl }) => {
+  /** Throws 410 events_expired when events after `after` were deleted for their age. */
+  const requireKept = async (after: bigint | undefined): Promise<void> => {
+    const prunedThrough = await findPrunedThrough(db)
+    if (after !== undefined && after < prunedThrough) throw await eventsExpired(db, after, prunedThrough, retentionDays)
+  }
+
+  app.get('/events', {
+    config: { scope: 'events:read' },
+    schema: {
+      'x-stability': 'beta',
+      tags: ['events'],
+      operationId: 'listEvents',
+      summary: 'Read the event log (beta)',
+      description: 'Events in ascending id order: every change to a pet, a category or an order, recorded in the same transaction ' +
+        'as the change. Keep the id of the last event handled and read `after` it; ids become visible in increasing order, ' +
+        `so no event is skipped. When more follow, the response has a \`Link\` header with \`rel="next"\`. Events are kept ${retentionDays} days.`,
+      querystring: ListEventsQuery,
+      response: {
+        200: { ...EventList, description: 'A page of events', headers: responseHeaders('Link') },
+        ...errorResponses(TYPE_INVALID, 401, 403, EVENTS_EXPIRED, 429, 500, 503)
+      }
+    },
+    preValidation: typesAsList
+  }, async (request, reply) => {
+    const { after, type: types, limit = DEFAULT_EVENTS_PER_PAGE } = request.query
+    const { events, more } = await findEvents(db, { afterId: after ?? 0n, types, limit })
+    // Checked after the page is read: a deletion that could have taken events from it is seen by then.
+    await requireKept(after)
+    if (more) reply.header('link', nextEventsLink(apiUrl, events.at(-1)!.id, limit, types))
+    return sendJson(reply, `[${events.map((event) => event.json).join(',')}]`)
+  })
+
+  app.get('/events/stream', {
+    // A HEAD would open a stream that sends nothing.
+    exposeHeadRoute: false,
+    config: { scope: 'events:read' },
+    schema: {
+      'x-stability': 'beta',
+      tags: ['events'],
+      operationId: 'streamEvents',
+      summary: 'Follow the event log live (beta)',
+      description: 'Server-Sent Events (`text/event-stream`), the one answer of this API that is not JSON: each event as `id:` (its id), ' +
+        '`event:` (its type) and `data:` (the event as listEvents gives it), within a second of its commit on any instance, and a ' +
+        '`: heartbeat` comment at least every 15 s. Reconnecting with `Last-Event-ID` (SSE clients send it) or `?after=` resumes with ' +
+        'no gap and no duplicate. A reader too far behind gets a final `stream.reset` event and should catch up with listEvents. ' +
+        'The key goes in `Authorization` only (browsers: use a fetch-based SSE client); each key may hold a few streams at once.',
+      querystring: StreamEventsQuery,
+      headers: StreamEventsHeaders,
+      response: {
+        200: { description: 'The stream, until the client closes it, the key loses access, or the service stops', content: { 'text/event-stream': { schema: Type.String({ examples: [STREAM_EXAMPLE] }) } } },
+        ...errorResponses(TYPE_INVALID, 401, 403, EVENTS_EXPIRED, TOO_MANY_STREAMS, 500, 503)
+      }
+    },
+    preValidation: typesAsList
+  }, async (request, reply) => {
+    const after = request.headers['last-event-id'] ?? request.query.after
+    if (!streams.reserve(request.apiKeyId)) throw new ApiError(429, 'rate_limited', `This API key holds ${streams.maxPerKey} open event streams, the most it may; close one first`)
+    let start: bigint
+    try {
+      await requireKept(after)
+      start = after ?? await findLastEventId(db)
+    } catch (error) {
+      streams.release(request.apiKeyId)
+      throw error
+    }
+    const types = request.query.type === undefined ? undefined : new Set(request.query.type)
+    reply.header('content-type', 'text/event-stream; charset=utf-8')
+    reply.hijack()
+    reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders)
+    reply.raw.write(': connected\n\n')
+    // Authentication accepted this header: it holds a key.
+    streams.open(reply.raw, { apiKeyId: request.apiKeyId, token: bearerToken(request.headers.authorization)!, types, after: start })
+  })
+}
+
+async function eventsExpired (db: Db, after: bigint, prunedThrough: bigint, retentionDays: number): Promise<ApiError> {
+  const oldest = await findOldestEventId(db)
+  const resume = oldest === undefined ? `no event is kept now: read the current state, then continue with after=${prunedThrough}` : `the oldest kept is ${oldest}: read the current state, then continue with after=${oldest - 1n}`
+  return new ApiError(410, 'events_expired', `Events after ${after} are no longer kept (events are kept ${retentionDays} days); ${resume}`)
+}
+
+function nextEventsLink (apiUrl: (path: string) => string, afterId: bigint, limit: number, types: readonly EventType[] | undefined): string {
+  const query = new URLSearchParams({ after: String(afterId), limit: String(limit) })
+  for (const type of types ?? []) query.append('type', type)
+  return `<${apiUrl(`/events?${query}`)}>; rel="next"`
+}

@@ -1,0 +1,13 @@
+import { deleteInBatches } from '../background-deletion.js'
+import type { Clock } from '../clock.js'
+import type { Db } from '../db/database.js'
+import { pruneEvents } from './event.repository.js'
+
+const BATCH = 1000
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/** Deletes the events older than `retentionDays`, oldest first, a thousand per transaction; resolves with how many. */
+export async function pruneExpiredEvents (db: Db, clock: Clock, retentionDays: number): Promise<number> {
+  const before = new Date(clock.now() - retentionDays * DAY_MS).toISOString()
+  return await deleteInBatches(() => pruneEvents(db, before, BATCH), BATCH)
+}

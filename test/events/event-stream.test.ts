@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { get, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
+import { buildApp } from '../../src/app.js'
+import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, openTestStore, type TestApp } from '../helper.js'
+
+interface Message { id?: string, event?: string, data?: string, comment?: string }
+
+/** An SSE connection read as a browser's EventSource would, message by message. */
+interface OpenStream {
+  status: number
+  headers: Headers
+  messages: Message[]
+  /** Resolves when the server ends the stream. */
+  ended: Promise<void>
+  close: () => void
+  waitFor: (done: (messages: Message[]) => boolean, what: string, timeoutMs?: number) => Promise<void>
+}
+
+const origins = new WeakMap<TestApp['app'], Promise<string>>()
+
+/** Where the app listens, on a free loopback port; listening once however many streams open at once. */
+async function originOf ({ app }: { app: TestApp['app'] }): Promise<string> {
+  let origin = origins.get(app)
+  if (origin === undefined) {
+    const listening = app.server.listening ? Promise.resolve() : app.listen({ port: 0, host: '127.0.0.1' })
+    origin = listening.then(() => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`)
+    origins.set(app, origin)
+  }
+  return await origin
+}
+
+async function openStream (app: TestApp['app'], authorization: Record<string, string>, query = '', headers: Record<string, string> = {}): Promise<OpenStream> {
+  const controller = new AbortController()
+  const response = await fetch(`${await originOf({ app })}/v1/events/stream${query}`, { headers: { ...authorization, ...headers }, signal: controller.signal })
+  const messages: Message[] = []
+  const ended = (async () => {
+    if (response.body === null) return
+    const decoder = new TextDecoder()
+    let buffer = ''
+    try {
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk as Uint8Array, { stream: true })
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          messages.push(parse(buffer.slice(0, end)))
+          buffer = buffer.slice(end + 2)
+        }
+      }
+    } catch {
+      // aborted by the test
+    }
+  })()
+  const waitFor = async (done: (messages: Message[]) => boolean, what: string, timeoutMs = 5000) => {
+    const deadline = Date.now() + timeoutMs
+    while (!done(messages)) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; received ${JSON.stringify(messages)}`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  return { status: response.status, headers: response.headers, messages, ended, close: () => { controller.abort() }, waitFor }
+}
+
+function parse (block: string): Message {
+  const message: Message = {}
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) message.comment = line.slice(1).trim()
+    else {
+      const colon = line.indexOf(':')
+      message[line.slice(0, colon) as 'id' | 'event' | 'data'] = line.slice(colon + 1).trimStart()
+    }
+  }
+  return message
+}
+
+async function withinSeconds<T> (seconds: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(`no ${what} within ${seconds} s`)) }, seconds * 1000) })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+const eventsOf = (messages: Message[]) => messages.filter((message) => message.id !== undefined)
+const idsOf = (messages: Message[]) => eventsOf(messages).map((message) => Number(message.id))
+
+async function allEventIds (testApp: TestApp): Promise<number[]> {
+  const page = await testApp.app.inject({ url: '/v1/events?limit=1000', headers: testApp.auth })
+  return page.json().map((event: { id: number }) => event.id)
+}
+
+forEachStore((store) => {
+  test('a stream sends the events after ?after, then each new one as id, event and data, marked beta', async (t) => {
+    const testApp = await build(t, { store })
+    for (const name of ['A', 'B']) await createPet(testApp, { name, categoryId: 1 })
+    const stream = await openStream(testApp.app, testApp.auth, '?after=0')
+    defer(t, stream.close)
+    assert.equal(stream.status, 200)
+    assert.equal(stream.headers.get('content-type'), 'text/event-stream; charset=utf-8')
+    assert.equal(stream.headers.get('api-stability'), 'beta')
+    assert.equal(stream.headers.get('cache-control'), 'no-store')
+    await stream.waitFor((messages) => eventsOf(messages).length === 2, 'the two events kept')
+    const live = await createPet(testApp, { name: 'C', categoryId: 1 })
+    await stream.waitFor((messages) => eventsOf(messages).length === 3, 'the new event')
+
+    const feed = (await testApp.app.inject({ url: '/v1/events', headers: testApp.auth })).json()
+    assert.deepEqual(eventsOf(stream.messages), feed.map((event: { id: number, type: string }) => ({ id: String(event.id), event: event.type, data: JSON.stringify(event) })))
+    assert.deepEqual(JSON.parse(eventsOf(stream.messages)[2]!.data!).data, live)
+  })
+
+  test('resumed with Last-Event-ID after a disconnect in the middle of a burst, a stream sees every event once, in order', async (t) => {
+    const testApp = await build(t, { store })
+    const first = await openStream(testApp.app, testApp.auth, '?after=0')
+    const burst = Promise.all(Array.from({ length: 120 }, (_, i) => createPet(testApp, { name: `Pet ${i}`, categoryId: 1 })))
+    await first.waitFor((messages) => eventsOf(messages).length >= 30, 'part of the burst')
+    first.close()
+    const received = idsOf(first.messages)
+    const second = await openStream(testApp.app, testApp.auth, '?after=0', { 'last-event-id': String(received.at(-1)) })
+    defer(t, second.close)
+    await burst
+    await second.waitFor((messages) => received.length + eventsOf(messages).length >= 120, 'the rest of the burst')
+    assert.deepEqual([...received, ...idsOf(second.messages)], await allEventIds(testApp))
+  })
+
+  test('a burst of 1,000 creates reaches each of 100 open streams, in order', async (t) => {
+    const testApp = await build(t, { store, env: { MAX_STREAMS_PER_KEY: '100', RATE_LIMIT_PER_MINUTE: '0' } })
+    const streams = await Promise.all(Array.from({ length: 100 }, () => openStream(testApp.app, testApp.auth)))
+    for (const stream of streams) defer(t, stream.close)
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: `Pet ${i}`, categoryId: 1 } })))
+    const all = await allEventIds(testApp)
+    assert.equal(all.length, 1000)
+    for (const stream of streams) await stream.waitFor((messages) => eventsOf(messages).length === 1000, 'the burst', 20_000)
+    for (const stream of streams) assert.deepEqual(idsOf(stream.messages), all)
+  })
+
+  test('a stream filters by type, and one opened without a position starts with the next event', async (t) => {
+    const testApp = await build(t, { store })
+    await createPet(testApp, { name: 'Before', categoryId: 1 })
+    const categories = await openStream(testApp.app, testApp.auth, '?type=category.created')
+    defer(t, categories.close)
+    const everything = await openStream(testApp.app, testApp.auth)
+    defer(t, everything.close)
+    await createPet(testApp, { name: 'After', categoryId: 1 })
+    await testApp.app.inject({ method: 'POST', url: '/v1/categories', headers: testApp.auth, payload: { name: 'Dogs' } })
+    await everything.waitFor((messages) => eventsOf(messages).length === 2, 'the two new events')
+    await categories.waitFor((messages) => eventsOf(messages).length === 1, 'the category')
+    assert.deepEqual(eventsOf(everything.messages).map((message) => message.event), ['pet.created', 'category.created'])
+    assert.equal(eventsOf(categories.messages)[0]!.event, 'category.created')
+  })
+
+  test('a change made on one instance reaches the stream of another within a second', async (t) => {
+    const testApp = await build(t, { store })
+    const other = await buildApp({ config: testApp.config, store: openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 }) })
+    defer(t, () => other.close())
+    checkAnswers(t, other)
+    const stream = await openStream(other, testApp.auth)
+    defer(t, stream.close)
+    const started = Date.now()
+    await createPet(testApp, { name: 'Elsewhere', categoryId: 1 })
+    await stream.waitFor((messages) => eventsOf(messages).length === 1, 'the event made elsewhere', 1000)
+    t.diagnostic(`arrived after ${Date.now() - started} ms`)
+  })
+
+  test('an idle stream gets heartbeats; a key holds at most MAX_STREAMS_PER_KEY streams', async (t) => {
+    const testApp = await build(t, { store, env: { MAX_STREAMS_PER_KEY: '2' }, limits: { eventHeartbeatMs: 50 } })
+    const streams = [await openStream(testApp.app, testApp.auth), await openStream(testApp.app, testApp.auth)]
+    for (const stream of streams) defer(t, stream.close)
+    await streams[0]!.waitFor((messages) => messages.some((message) => message.comment === 'heartbeat'), 'a heartbeat')
+    const refused = await testApp.app.inject({ url: '/v1/events/stream', headers: testApp.auth })
+    assert.deepEqual(errorOf(refused), { code: 'rate_limited', status: 429, message: 'This API key holds 2 open event streams, the most it may; close one first' })
+    const { key } = await createKey(testApp.db, 'other key')
+    const together = await Promise.all(Array.from({ length: 5 }, async () => await openStream(testApp.app, { authorization: `Bearer ${key}` })))
+    for (const stream of together) defer(t, stream.close)
+    assert.deepEqual(together.map((stream) => stream.status).sort(), [200, 200, 429, 429, 429], 'opened together, as many as the limit; the limit is per key')
+    streams[0]!.close()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const reopened = await openStream(testApp.app, testApp.auth)
+    defer(t, reopened.close)
+    assert.equal(reopened.status, 200, 'a closed stream frees its place')
+  })
+
+  test('a stream ends when its key is revoked, and at once when the service closes', async (t) => {
+    const testApp = await build(t, { store, verifierOptions: { cacheTtlMs: 50, cacheMax: 100, usageFlushMs: 60_000 }, limits: { eventKeyCheckMs: 50 } })
+    const { id, key } = await createKey(testApp.db, 'revoked soon')
+    const revoked = await openStream(testApp.app, { authorization: `Bearer ${key}` })
+    const kept = await openStream(testApp.app, testApp.auth)
+    await revokeApiKey(testApp.db, id)
+    await withinSeconds(2, revoked.ended, 'the end of the revoked key\'s stream')
+
+    const started = Date.now()
+    await testApp.app.close()
+    await withinSeconds(1, kept.ended, 'the end of the stream at close')
+    assert.ok(Date.now() - started < 1000, `closed in ${Date.now() - started} ms`)
+  })
+
+  test('a reader that falls too far behind is reset with where to resume, and holds no writer', async (t) => {
+    const testApp = await build(t, { store, limits: { eventStreamBufferBytes: 1024 } })
+    // A client that stops reading: its socket fills, then the server's buffer for it.
+    const url = `${await originOf(testApp)}/v1/events/stream?after=0`
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      get(url, { headers: testApp.auth }, resolve).on('error', reject)
+    })
+    defer(t, () => response.destroy())
+    assert.equal(response.statusCode, 200)
+    response.pause()
+    const started = Date.now()
+    // More than loopback's socket buffers hold.
+    await testApp.store.pets.insertMany(Array.from({ length: 40_000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
+    const created = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Writer', categoryId: 1 } })
+    assert.equal(created.statusCode, 201)
+    t.diagnostic(`40,000 pets and one more stored in ${Date.now() - started} ms while the reader was stopped`)
+
+    let text = ''
+    response.setEncoding('utf8')
+    response.on('data', (chunk: string) => { text += chunk })
+    response.resume()
+    await withinSeconds(10, new Promise((resolve) => response.on('end', resolve)), 'the reset')
+    const messages = text.split('\n\n').filter((block) => block !== '').map(parse)
+    const last = messages.at(-1)!
+    assert.equal(last.event, 'stream.reset')
+    const { after, message } = JSON.parse(last.data!)
+    assert.equal(after, idsOf(messages).at(-1))
+    assert.equal(message, `The stream fell too far behind and was closed: read GET /v1/events?after=${after} to catch up, then open a stream again`)
+    assert.ok(eventsOf(messages).length < 40_001, `${eventsOf(messages).length} events were sent before the reset`)
+  })
+
+  test('Last-Event-ID and after are checked: malformed is 400, pruned is 410', async (t) => {
+    const testApp = await build(t, { store })
+    for (const [query, headers] of [['?after=-1', {}], ['', { 'last-event-id': 'abc' }], ['?type=pet.deleted', {}]] as const) {
+      const bad = await testApp.app.inject({ url: `/v1/events/stream${query}`, headers: { ...testApp.auth, ...headers } })
+      assert.equal(errorOf(bad).code, 'validation_failed', `${query} ${JSON.stringify(headers)}`)
+    }
+    await testApp.db.updateTable('settings').set({ value: '10' }).where('name', '=', 'events_pruned_through').execute()
+    const expired = await testApp.app.inject({ url: '/v1/events/stream', headers: { ...testApp.auth, 'last-event-id': '3' } })
+    assert.equal(errorOf(expired).code, 'events_expired')
+  })
+})
