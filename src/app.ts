@@ -36,6 +36,13 @@ import { RequestLog, logsEachRequest } from './logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
+import { pruneExpiredDeliveries } from './webhooks/expired-delivery-prune.js'
+import { parseRetrySchedule } from './webhooks/retry-schedule.js'
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
+import { WebhookMetrics } from './webhooks/webhook-metrics.js'
+import { countOwedEvents, findOldestOwedPosition } from './webhooks/webhook-queue.js'
+import { webhookRoutes } from './webhooks/webhook.routes.js'
+import { systemNetwork, WebhookTransport, type WebhookNetwork } from './webhooks/webhook-transport.js'
 
 /** Limits that are always on; the README's "Limits" table lists them. */
 export const LIMITS = {
@@ -55,7 +62,15 @@ export const LIMITS = {
   /** Event streams: how often each stream's key is checked again. */
   eventKeyCheckMs: 1000,
   /** Event streams: bytes waiting for a slow reader before its stream is reset. */
-  eventStreamBufferBytes: 256 * 1024
+  eventStreamBufferBytes: 256 * 1024,
+  /** Webhooks: how often the store is asked for subscriptions with events due. */
+  webhookPollMs: 200,
+  /** Webhooks: deliveries in flight at once per instance (one at most per subscription). */
+  webhookConcurrency: 16,
+  /** Webhooks: the longest wait for a receiver's answer. */
+  webhookTimeoutMs: 10_000,
+  /** Webhooks: how long a subscription stays with an instance that stopped without releasing it (a crash): an attempt's timeout and 5 s. */
+  webhookLeaseMs: 15_000
 }
 
 export type Limits = typeof LIMITS
@@ -75,10 +90,12 @@ export interface AppOptions {
   metrics?: Metrics
   /** How often the failures of an outage are counted in the log (OUTAGE_REPORT_INTERVAL_MS); tests shorten it. */
   outageReportMs?: number
+  /** How webhook receivers are resolved and dialled; tests replace it to stay on this machine. */
+  webhookNetwork?: WebhookNetwork
 }
 
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
-export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics, outageReportMs }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics, outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...LIMITS, ...shortened }
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
@@ -117,7 +134,8 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   app.addHook('onClose', async () => { await verifier.close() })
   for (const [what, deletion] of [
     ['expired idempotency keys', () => purgeExpiredKeys(db, clock)],
-    ['expired events', () => pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS)]
+    ['expired events', async () => await pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS, await findOldestOwedPosition(db))],
+    ['expired webhook deliveries', () => pruneExpiredDeliveries(db, clock, config.EVENT_RETENTION_DAYS)]
   ] as const) {
     const scheduled = scheduleDeletion(deletion, (err) => app.log.warn({ err }, `deleting ${what} failed; it is tried again`))
     app.addHook('onClose', async () => { await scheduled.stop() })
@@ -130,6 +148,17 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     clock
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
+  const allowPrivateWebhooks = config.WEBHOOK_ALLOW_PRIVATE === 'true'
+  const dispatcher = new WebhookDispatcher(db, clock, new WebhookTransport(webhookNetwork, { allowPrivate: allowPrivateWebhooks, timeoutMs: limits.webhookTimeoutMs }), {
+    pollMs: limits.webhookPollMs,
+    concurrency: limits.webhookConcurrency,
+    leaseMs: limits.webhookLeaseMs,
+    retrySchedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE)
+  }, metrics === undefined ? undefined : new WebhookMetrics(metrics.registry, () => countOwedEvents(db)), (err) => {
+    app.log.warn({ err }, 'webhook delivery failed to reach the store; it is tried again')
+  })
+  dispatcher.start()
+  app.addHook('preClose', async () => { await dispatcher.stop() })
   const pets = metrics === undefined ? store.pets : meteredPetStore(store.pets, metrics.store)
 
   await app.register(async (v1) => {
@@ -152,6 +181,16 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
       done()
     })
     await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl })
+    await v1.register(webhookRoutes, {
+      db,
+      clock,
+      webhooksCursor: createCursorCodec(cursorSecret, 'webhooks', []),
+      deliveriesCursor: createCursorCodec(cursorSecret, 'webhook-deliveries', []),
+      idempotentCreates,
+      network: webhookNetwork,
+      allowPrivate: allowPrivateWebhooks,
+      apiUrl
+    })
     await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
   }, { prefix: '/v1' })
 

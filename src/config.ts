@@ -1,6 +1,7 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
 import { DURATION_PATTERN } from './api-keys/duration.js'
+import { DEFAULT_RETRY_SCHEDULE, RETRY_SCHEDULE_PATTERN } from './webhooks/retry-schedule.js'
 
 /** A service root: scheme, host and optional path prefix, without /v1, query or fragment. */
 function BaseUrl (description: string) {
@@ -72,6 +73,16 @@ export const ConfigSchema = Type.Object({
     maximum: 3650,
     default: 30,
     description: 'days an event is kept in the event log; older ones are deleted in the background'
+  }),
+  WEBHOOK_ALLOW_PRIVATE: Type.Enum(['true', 'false'], {
+    default: 'false',
+    description: 'for development only: lets webhooks use http and reach private, loopback and link-local addresses'
+  }),
+  WEBHOOK_RETRY_SCHEDULE: Type.String({
+    pattern: RETRY_SCHEDULE_PATTERN,
+    default: DEFAULT_RETRY_SCHEDULE,
+    description: 'the waits before each retry of a failed webhook delivery (20 % jitter either side); after the last the subscription is disabled',
+    examples: ['5s,5m,30m,2h', '200ms,1s']
   }),
   REDIS_URL: Type.Optional(Type.String({
     pattern: '^rediss?://.+$',

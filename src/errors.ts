@@ -24,6 +24,7 @@ export const ERROR_CATALOG = {
   uri_too_long: { status: 414, meaning: 'The URL is too long' },
   unsupported_media_type: { status: 415, meaning: 'The body is not `application/json` in UTF-8' },
   idempotency_key_reused: { status: 422, meaning: 'The `Idempotency-Key` was used before with a different body' },
+  webhook_url_refused: { status: 422, meaning: 'Beta webhooks: the URL is not https, holds credentials, or names or resolves to an address that is not public' },
   pet_not_found: { status: 422, meaning: 'Experimental orders: no pet has the `petId` of the order' },
   rate_limited: { status: 429, meaning: 'Too many requests; retry after `Retry-After` seconds' },
   header_too_large: { status: 431, meaning: 'The request headers are too large' },

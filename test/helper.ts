@@ -17,6 +17,7 @@ import type { Db } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { openStore, storeOptionsFrom, type StoreOptions } from '../src/store/open-store.js'
 import type { Store } from '../src/store/store.js'
+import type { WebhookNetwork } from '../src/webhooks/webhook-transport.js'
 import { checkContract } from './contract.js'
 
 const cleanups = new WeakMap<TestContext, Array<() => unknown>>()
@@ -118,18 +119,19 @@ interface BuildOptions {
   clock?: Clock
   verifierOptions?: ApiKeyVerifierOptions
   limits?: Partial<Limits>
+  webhookNetwork?: WebhookNetwork
 }
 
 /**
  * The real app on a real, migrated store of its own, with one valid key; closed when the test ends,
  * after checking every answer it gave against its OpenAPI document (see checkContract).
  */
-export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits }: BuildOptions = {}): Promise<TestApp> {
+export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits, webhookNetwork }: BuildOptions = {}): Promise<TestApp> {
   const databaseUrl = await (kind ?? SQLITE).databaseUrl(t)
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
   const store = openTestStore(t, databaseUrl, { ...storeOptionsFrom(config), poolSize: 4, ...(clock !== undefined && { clock }) })
   await migrateToLatest(store.db)
-  const app = await buildApp({ config, store, clock, verifierOptions, limits })
+  const app = await buildApp({ config, store, clock, verifierOptions, limits, webhookNetwork })
   defer(t, () => app.close())
   checkAnswers(t, app)
   const { key } = await createKey(store.db)

@@ -1,8 +1,7 @@
-/**
- * What a key may do, after GitHub's fine-grained tokens and Stripe's restricted keys. `events:read`
- * and `webhooks:write` apply to those operations as they are built.
- */
-export const SCOPES = ['pets:read', 'pets:write', 'categories:read', 'categories:write', 'orders:read', 'orders:write', 'events:read', 'webhooks:write'] as const
+/** What a key may do, after GitHub's fine-grained tokens and Stripe's restricted keys. */
+export const SCOPES = [
+  'pets:read', 'pets:write', 'categories:read', 'categories:write', 'orders:read', 'orders:write', 'events:read', 'webhooks:read', 'webhooks:write'
+] as const
 export type Scope = typeof SCOPES[number]
 
 /** The shorthands a key may hold, kept as written so that a key holding `*` also gets scopes added later. */

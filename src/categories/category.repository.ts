@@ -1,10 +1,10 @@
 import { isoNow, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
-import { IDEMPOTENCY_CLAIM_LOCK, lockIdOrder } from '../db/id-order-lock.js'
+import { lockIdOrder } from '../db/id-order-lock.js'
 import { recordEvents } from '../events/event-log.js'
 import type { ClaimedCreate } from '../idempotency/idempotent-create.js'
 import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
-import { createdResponse, saveResponse } from '../store/stored-response.js'
+import { createdResponse, findClaimedResponse, saveResponse } from '../store/stored-response.js'
 import { categoryNameKey } from './category-name-key.js'
 import type { Category } from './category.schemas.js'
 
@@ -26,19 +26,11 @@ export type CategoryCreated =
 export async function createCategory (db: Db, clock: Clock, name: string, claim?: IdempotencyClaim): Promise<CategoryCreated> {
   const createdAt = isoNow(clock)
   return await db.transaction().execute(async (trx): Promise<CategoryCreated> => {
-    if (claim !== undefined) await lockIdOrder(trx, IDEMPOTENCY_CLAIM_LOCK)
-    await lockIdOrder(trx, CATEGORY_INSERT_LOCK)
     if (claim !== undefined) {
-      await trx.deleteFrom('idempotency_keys')
-        .where('api_key_id', '=', claim.apiKeyId).where('key', '=', claim.key).where('created_at', '<', claim.notBefore)
-        .execute()
-      const stored = await trx.selectFrom('idempotency_keys')
-        .select(['request_hash as requestHash', 'status_code as status', 'response_body as body', 'location'])
-        .where('api_key_id', '=', claim.apiKeyId).where('key', '=', claim.key)
-        .executeTakeFirst()
-      // SQLite hands integers back as BigInt.
-      if (stored !== undefined) return { outcome: 'replayed', response: { ...stored, status: Number(stored.status) } }
+      const stored = await findClaimedResponse(trx, claim)
+      if (stored !== undefined) return { outcome: 'replayed', response: stored }
     }
+    await lockIdOrder(trx, CATEGORY_INSERT_LOCK)
     const nameKey = categoryNameKey(name)
     const category = await trx.insertInto('categories')
       .values({ name, name_key: nameKey, created_at: createdAt })

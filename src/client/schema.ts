@@ -262,6 +262,158 @@ export interface paths {
         patch: operations["updateOrderStatus"];
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List subscriptions (beta)
+         * @description Subscriptions in ascending id order, without their secrets. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `webhooks:read`.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Subscribe a URL to events (beta)
+         * @description Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once (and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe.
+         *
+         *     Requires an API key with the scope `webhooks:write`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        /**
+         * List subscriptions (beta) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Subscriptions in ascending id order, without their secrets. When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `webhooks:read`.
+         */
+        head: operations["listWebhooks-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Fetch one subscription (beta)
+         * @description The subscription with this id, without its secret: whether it is enabled, and why not.
+         *
+         *     Requires an API key with the scope `webhooks:read`.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a subscription (beta)
+         * @description Deletes the subscription and its deliveries log; nothing more is sent to it (an attempt in flight completes).
+         *
+         *     Requires an API key with the scope `webhooks:write`.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        /**
+         * Fetch one subscription (beta) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     The subscription with this id, without its secret: whether it is enabled, and why not.
+         *
+         *     Requires an API key with the scope `webhooks:read`.
+         */
+        head: operations["getWebhook-head"];
+        /**
+         * Change a subscription (beta)
+         * @description Changes the URL, the event types, the description, or whether it is enabled. Enabling a disabled subscription resumes delivery at once from its first event not delivered (events the event log no longer keeps are skipped).
+         *
+         *     Requires an API key with the scope `webhooks:write`.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a subscription's delivery attempts (beta)
+         * @description Attempts newest first: the event, which attempt at it, when, and the receiver's status or the failure. Attempts are kept as long as events (`EVENT_RETENTION_DAYS`). When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `webhooks:read`.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List a subscription's delivery attempts (beta) (headers only)
+         * @description The headers of `GET` on this path, without its body.
+         *
+         *     Attempts newest first: the event, which attempt at it, when, and the receiver's status or the failure. Attempts are kept as long as events (`EVENT_RETENTION_DAYS`). When more follow, the response has a `Link` header with `rel="next"`.
+         *
+         *     Requires an API key with the scope `webhooks:read`.
+         */
+        head: operations["listWebhookDeliveries-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an attempt's event again (beta)
+         * @description Queues one more attempt at the event of this attempt, with the same `webhook-id`, whatever the subscription's state; it is made within a second or so by any instance and appears in the deliveries log. It does not change the subscription's own schedule: to resume a disabled subscription, enable it with PATCH.
+         *
+         *     Requires an API key with the scope `webhooks:write`.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace a subscription's signing secret (beta)
+         * @description Makes a new secret, shown this once. For 24 hours deliveries carry two signatures, one with each secret, space-separated in `webhook-signature`, so the receiver can switch to the new secret without failing a delivery.
+         *
+         *     Requires an API key with the scope `webhooks:write`.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -286,13 +438,68 @@ export interface components {
              */
             name: string;
         };
+        /**
+         * CreatedWebhook
+         * @description The subscription, with its signing secret shown this once
+         * @example {
+         *       "id": 7,
+         *       "url": "https://hooks.example.com/petstore",
+         *       "events": [
+         *         "pet.created",
+         *         "pet.status_changed"
+         *       ],
+         *       "description": "Stock sync",
+         *       "enabled": true,
+         *       "disabledReason": null,
+         *       "lastError": null,
+         *       "createdAt": "2026-11-24T10:15:30.000Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        CreatedWebhook: {
+            /**
+             * Format: date-time
+             * @description When it was created
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            createdAt: string;
+            description: string | null;
+            disabledReason: string | null;
+            /** @description Whether events are delivered; a subscription is disabled by PATCH, by a 410 from the receiver, or when every retry of an event failed */
+            enabled: boolean;
+            /**
+             * @description The event types delivered, or `["*"]` for every type, those added later included
+             * @example [
+             *       "pet.created",
+             *       "pet.status_changed"
+             *     ]
+             */
+            events: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled" | "*")[];
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service on creation
+             * @example 7
+             */
+            id: number;
+            lastError: string | null;
+            /**
+             * @description The signing secret (Standard Webhooks): give it to the receiver's verification library. Shown only here; it cannot be read again
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+            /**
+             * @description Where events are POSTed
+             * @example https://hooks.example.com/petstore
+             */
+            url: string;
+        };
         /** Error */
         Error: {
             /**
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "category_exists" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "category_exists" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "webhook_url_refused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */
@@ -462,6 +669,38 @@ export interface components {
             status?: components["schemas"]["PetStatus"];
         };
         /**
+         * NewWebhook
+         * @description Request body for subscribing a URL to events
+         * @example {
+         *       "url": "https://hooks.example.com/petstore",
+         *       "events": [
+         *         "pet.created",
+         *         "pet.status_changed"
+         *       ],
+         *       "description": "Stock sync"
+         *     }
+         */
+        NewWebhook: {
+            /**
+             * @description A note for people; not used by the service
+             * @example Stock sync
+             */
+            description?: string;
+            /**
+             * @description The event types delivered, or `["*"]` for every type, those added later included
+             * @example [
+             *       "pet.created",
+             *       "pet.status_changed"
+             *     ]
+             */
+            events: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled" | "*")[];
+            /**
+             * @description Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed
+             * @example https://hooks.example.com/petstore
+             */
+            url: string;
+        };
+        /**
          * Order
          * @example {
          *       "id": 7,
@@ -539,6 +778,171 @@ export interface components {
          * @enum {string}
          */
         PetStatus: "available" | "pending" | "sold";
+        /**
+         * RetryQueued
+         * @description The event is sent once more, within a second or so; the attempt appears in the deliveries log
+         * @example {
+         *       "webhookId": 7,
+         *       "eventId": 1042
+         *     }
+         */
+        RetryQueued: {
+            /**
+             * Format: int64
+             * @description The id of the event, as in the event log
+             * @example 1042
+             */
+            eventId: number;
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service on creation
+             * @example 7
+             */
+            webhookId: number;
+        };
+        /**
+         * RotatedSecret
+         * @example {
+         *       "secret": "whsec_Z2V0IHlvdXIgb3duIHNlY3JldCBwbGVhc2U=",
+         *       "previousSecretExpiresAt": "2026-11-25T10:15:30.000Z"
+         *     }
+         */
+        RotatedSecret: {
+            /**
+             * Format: date-time
+             * @description Until then deliveries are signed with both secrets, so receivers can switch without missing one
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            previousSecretExpiresAt: string;
+            /**
+             * @description The signing secret (Standard Webhooks): give it to the receiver's verification library. Shown only here; it cannot be read again
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        /**
+         * Webhook
+         * @example {
+         *       "id": 7,
+         *       "url": "https://hooks.example.com/petstore",
+         *       "events": [
+         *         "pet.created",
+         *         "pet.status_changed"
+         *       ],
+         *       "description": "Stock sync",
+         *       "enabled": true,
+         *       "disabledReason": null,
+         *       "lastError": null,
+         *       "createdAt": "2026-11-24T10:15:30.000Z"
+         *     }
+         */
+        Webhook: {
+            /**
+             * Format: date-time
+             * @description When it was created
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            createdAt: string;
+            description: string | null;
+            disabledReason: string | null;
+            /** @description Whether events are delivered; a subscription is disabled by PATCH, by a 410 from the receiver, or when every retry of an event failed */
+            enabled: boolean;
+            /**
+             * @description The event types delivered, or `["*"]` for every type, those added later included
+             * @example [
+             *       "pet.created",
+             *       "pet.status_changed"
+             *     ]
+             */
+            events: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled" | "*")[];
+            /**
+             * Format: int64
+             * @description Unique identifier assigned by the service on creation
+             * @example 7
+             */
+            id: number;
+            lastError: string | null;
+            /**
+             * @description Where events are POSTed
+             * @example https://hooks.example.com/petstore
+             */
+            url: string;
+        };
+        /**
+         * WebhookChanges
+         * @description The fields to change; the others keep their values
+         * @example {
+         *       "enabled": true
+         *     }
+         * @example {
+         *       "events": [
+         *         "*"
+         *       ]
+         *     }
+         */
+        WebhookChanges: {
+            description?: string | null;
+            /** @description true resumes delivery from the first event not yet delivered, at once; false pauses it */
+            enabled?: boolean;
+            /**
+             * @description The event types delivered, or `["*"]` for every type, those added later included
+             * @example [
+             *       "pet.created",
+             *       "pet.status_changed"
+             *     ]
+             */
+            events?: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled" | "*")[];
+            /**
+             * @description Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed
+             * @example https://hooks.example.com/petstore
+             */
+            url?: string;
+        };
+        /**
+         * WebhookDelivery
+         * @example {
+         *       "id": 311,
+         *       "eventId": 1042,
+         *       "attempt": 1,
+         *       "attemptedAt": "2026-11-24T10:15:30.120Z",
+         *       "responseStatus": 200,
+         *       "error": null,
+         *       "durationMs": 38
+         *     }
+         */
+        WebhookDelivery: {
+            /**
+             * @description Which attempt at this event it was, from 1
+             * @example 1
+             */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When the request was sent
+             * @example 2026-11-24T10:15:30.000Z
+             */
+            attemptedAt: string;
+            /**
+             * @description From sending the request to the end of the answer, or to the failure
+             * @example 38
+             */
+            durationMs: number;
+            error: string | null;
+            /**
+             * Format: int64
+             * @description The id of the event, as in the event log
+             * @example 1042
+             */
+            eventId: number;
+            /**
+             * Format: int64
+             * @description Identifies the attempt
+             * @example 311
+             */
+            id: number;
+            /** @description The receiver's status; null when it did not answer */
+            responseStatus: number | null;
+        };
     };
     responses: {
         /** @description The request is malformed or holds invalid values */
@@ -689,7 +1093,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "not_found",
-                 *       "message": "No order with id 7",
+                 *       "message": "No webhook with id 7",
                  *       "status": 404
                  *     }
                  */
@@ -805,6 +1209,13 @@ export interface components {
         CategoriesLimit: number;
         /** @description Opaque position from the `Link: rel="next"` header of the previous page */
         Cursor: string;
+        /** @description Maximum number of attempts to return */
+        DeliveriesLimit: number;
+        /**
+         * @description Id of the attempt, from the deliveries log
+         * @example 311
+         */
+        DeliveryId: number;
         /**
          * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
          * @example 1041
@@ -849,6 +1260,13 @@ export interface components {
         StreamAfter: number;
         /** @description Returns only events of these types (repeat the parameter for several) */
         Type: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled")[];
+        /**
+         * @description Id of the subscription
+         * @example 7
+         */
+        WebhookId: number;
+        /** @description Maximum number of subscriptions to return */
+        WebhooksLimit: number;
     };
     requestBodies: never;
     headers: {
@@ -2604,7 +3022,25 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "No order with id 7",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
@@ -2806,7 +3242,25 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "No order with id 7",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
@@ -2841,6 +3295,1056 @@ export interface operations {
                      *       "code": "invalid_transition",
                      *       "message": "Order 7 cannot move from delivered to cancelled",
                      *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of subscriptions to return */
+                limit?: components["parameters"]["WebhooksLimit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 7,
+                     *         "url": "https://hooks.example.com/petstore",
+                     *         "events": [
+                     *           "pet.created",
+                     *           "pet.status_changed"
+                     *         ],
+                     *         "description": "Stock sync",
+                     *         "enabled": true,
+                     *         "disabledReason": null,
+                     *         "lastError": null,
+                     *         "createdAt": "2026-11-24T10:15:30.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Webhook"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
+                "idempotency-key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Request body for subscribing a URL to events */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/petstore",
+                 *       "events": [
+                 *         "pet.created",
+                 *         "pet.status_changed"
+                 *       ],
+                 *       "description": "Stock sync"
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewWebhook"];
+            };
+        };
+        responses: {
+            /** @description The subscription with its secret; `Location` gives its URL */
+            201: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://hooks.example.com/petstore",
+                     *       "events": [
+                     *         "pet.created",
+                     *         "pet.status_changed"
+                     *       ],
+                     *       "description": "Stock sync",
+                     *       "enabled": true,
+                     *       "disabledReason": null,
+                     *       "lastError": null,
+                     *       "createdAt": "2026-11-24T10:15:30.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "`events[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled, *",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored; or the `Idempotency-Key` was used before with another body */
+            422: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_url_refused",
+                     *       "message": "The webhook URL is refused: hooks.internal resolves to 10.0.0.7, which is not a public address; webhooks reach public addresses only",
+                     *       "status": 422
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listWebhooks-head": {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of subscriptions to return */
+                limit?: components["parameters"]["WebhooksLimit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://hooks.example.com/petstore",
+                     *       "events": [
+                     *         "pet.created",
+                     *         "pet.status_changed"
+                     *       ],
+                     *       "description": "Stock sync",
+                     *       "enabled": true,
+                     *       "disabledReason": null,
+                     *       "lastError": null,
+                     *       "createdAt": "2026-11-24T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Path parameter `webhookId` must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD, PATCH, DELETE",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Path parameter `webhookId` must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD, PATCH, DELETE",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getWebhook-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** @description The fields to change; the others keep their values */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookChanges"];
+            };
+        };
+        responses: {
+            /** @description The subscription as changed */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://hooks.example.com/petstore",
+                     *       "events": [
+                     *         "pet.created",
+                     *         "pet.status_changed"
+                     *       ],
+                     *       "description": "Stock sync",
+                     *       "enabled": true,
+                     *       "disabledReason": null,
+                     *       "lastError": null,
+                     *       "createdAt": "2026-11-24T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Path parameter `webhookId` must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD, PATCH, DELETE",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored */
+            422: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_url_refused",
+                     *       "message": "The webhook URL is refused: hooks.internal resolves to 10.0.0.7, which is not a public address; webhooks reach public addresses only",
+                     *       "status": 422
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of attempts to return */
+                limit?: components["parameters"]["DeliveriesLimit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 311,
+                     *         "eventId": 1042,
+                     *         "attempt": 1,
+                     *         "attemptedAt": "2026-11-24T10:15:30.120Z",
+                     *         "responseStatus": 200,
+                     *         "error": null,
+                     *         "durationMs": 38
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "POST is not allowed here; use GET, HEAD",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listWebhookDeliveries-head": {
+        parameters: {
+            query?: {
+                /** @description Opaque position from the `Link: rel="next"` header of the previous page */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Maximum number of attempts to return */
+                limit?: components["parameters"]["DeliveriesLimit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A fault in the service; it is logged with the request id */
+            500: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the attempt, from the deliveries log
+                 * @example 311
+                 */
+                deliveryId: components["parameters"]["DeliveryId"];
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt is queued */
+            202: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhookId": 7,
+                     *       "eventId": 1042
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RetryQueued"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Path parameter `deliveryId` must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Not found */
+            404: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "No delivery with id 311 of webhook 7",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "GET is not allowed here; use POST",
+                     *       "status": 405
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The attempt's event is no longer kept in the event log, so it cannot be sent again */
+            410: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "events_expired",
+                     *       "message": "Event 1042 is no longer kept; it cannot be sent again",
+                     *       "status": 410
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the subscription
+                 * @example 7
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_Z2V0IHlvdXIgb3duIHNlY3JldCBwbGVhc2U=",
+                     *       "previousSecretExpiresAt": "2026-11-25T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RotatedSecret"];
+                };
+            };
+            /** @description The request is malformed or holds invalid values */
+            400: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "validation_failed",
+                     *       "message": "Path parameter `webhookId` must be an integer from 1 to 9223372036854775807",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+            405: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "method_not_allowed",
+                     *       "message": "GET is not allowed here; use POST",
+                     *       "status": 405
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -7,6 +7,7 @@ import * as createOrders from './migrations/004-create-orders.js'
 import * as addApiKeyScopesAndExpiry from './migrations/005-add-api-key-scopes-and-expiry.js'
 import * as createCategories from './migrations/006-create-categories.js'
 import * as createEvents from './migrations/007-create-events.js'
+import * as createWebhooks from './migrations/008-create-webhooks.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {
@@ -16,7 +17,8 @@ export const MIGRATIONS: Record<string, Migration> = {
   '004-create-orders': createOrders,
   '005-add-api-key-scopes-and-expiry': addApiKeyScopesAndExpiry,
   '006-create-categories': createCategories,
-  '007-create-events': createEvents
+  '007-create-events': createEvents,
+  '008-create-webhooks': createWebhooks
 }
 
 /** Brings the store's schema to the latest version; safe to run again and from every entry point. */

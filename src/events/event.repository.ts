@@ -6,6 +6,8 @@ import type { EventType } from './event.schemas.js'
 export interface StoredEvent {
   id: bigint
   type: EventType
+  /** When the change was made, RFC 3339 UTC. */
+  occurredAt: string
   json: string
 }
 
@@ -18,7 +20,7 @@ export async function findEvents (db: Db, { afterId, types, limit }: { afterId: 
   if (more) rows.length = limit
   // `data` is JSON text the service wrote: placed as it is, not parsed and written again.
   const events = rows.map(({ id, type, occurred_at: occurredAt, data }) => ({
-    id, type, json: `{"id":${id},"type":${JSON.stringify(type)},"occurredAt":${JSON.stringify(occurredAt)},"data":${data}}`
+    id, type, occurredAt, json: `{"id":${id},"type":${JSON.stringify(type)},"occurredAt":${JSON.stringify(occurredAt)},"data":${data}}`
   }))
   return { events, more }
 }
@@ -43,13 +45,13 @@ export async function findOldestEventId (db: Db): Promise<bigint | undefined> {
 
 /**
  * Deletes, in one transaction, the oldest events up to `batch` of them that occurred before `before`
- * (ISO 8601), stopping at the first younger one, and records the last id deleted; returns how many.
- * Walking from the smallest id needs no index beyond the id's.
+ * (ISO 8601), stopping at the first younger one or the first after `keepAfter`, and records the last
+ * id deleted; returns how many. Walking from the smallest id needs no index beyond the id's.
  */
-export async function pruneEvents (db: Db, before: string, batch: number): Promise<number> {
+export async function pruneEvents (db: Db, before: string, batch: number, keepAfter?: bigint): Promise<number> {
   return await db.transaction().execute(async (trx) => {
     const oldest = await trx.selectFrom('events').select(['id', 'occurred_at']).orderBy('id').limit(batch).execute()
-    const younger = oldest.findIndex((event) => event.occurred_at >= before)
+    const younger = oldest.findIndex((event) => event.occurred_at >= before || (keepAfter !== undefined && event.id > keepAfter))
     const count = younger === -1 ? oldest.length : younger
     if (count === 0) return 0
     const through = oldest[count - 1]!.id

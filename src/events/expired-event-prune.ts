@@ -6,8 +6,11 @@ import { pruneEvents } from './event.repository.js'
 const BATCH = 1000
 const DAY_MS = 24 * 60 * 60 * 1000
 
-/** Deletes the events older than `retentionDays`, oldest first, a thousand per transaction; resolves with how many. */
-export async function pruneExpiredEvents (db: Db, clock: Clock, retentionDays: number): Promise<number> {
+/**
+ * Deletes the events older than `retentionDays`, oldest first, a thousand per transaction, but none
+ * after `keepAfter` (events webhooks still owe); resolves with how many.
+ */
+export async function pruneExpiredEvents (db: Db, clock: Clock, retentionDays: number, keepAfter?: bigint): Promise<number> {
   const before = new Date(clock.now() - retentionDays * DAY_MS).toISOString()
-  return await deleteInBatches(() => pruneEvents(db, before, BATCH), BATCH)
+  return await deleteInBatches(() => pruneEvents(db, before, BATCH, keepAfter), BATCH)
 }

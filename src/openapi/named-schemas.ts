@@ -3,13 +3,32 @@ import { ErrorBody } from '../errors.js'
 import { Event } from '../events/event.schemas.js'
 import { NewOrder, Order, OrderStatus } from '../orders/order.schemas.js'
 import { NewPet, Pet, PetStatus } from '../pets/pet.schemas.js'
+import { CreatedWebhook, NewWebhook, RetryQueued, RotatedSecret, Webhook, WebhookChanges, WebhookDelivery } from '../webhooks/webhook.schemas.js'
 
 /**
  * The schemas the interface names, each marked with its name as `title`: each is a component of the
  * OpenAPI document, and every copy of it in an operation (routes keep their schemas inline, which is
  * what Fastify validates and serializes with) is replaced by a `$ref` to it.
  */
-const NAMED_SCHEMAS = { Pet, NewPet, PetStatus, Category, NewCategory, Event, Order, NewOrder, OrderStatus, Error: ErrorBody }
+const NAMED_SCHEMAS = {
+  Pet,
+  NewPet,
+  PetStatus,
+  Category,
+  NewCategory,
+  Event,
+  Order,
+  NewOrder,
+  OrderStatus,
+  Webhook,
+  NewWebhook,
+  CreatedWebhook,
+  WebhookChanges,
+  RotatedSecret,
+  WebhookDelivery,
+  RetryQueued,
+  Error: ErrorBody
+}
 
 // A copy may say more than the component: these stay beside its `$ref` (OpenAPI 3.1 allows it).
 const OWN_KEYWORDS = ['description', 'default'] as const

@@ -102,6 +102,7 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
       const document = (documentObject as { openapiObject: { paths?: unknown, components?: { schemas?: object } } }).openapiObject
       const paths = boundInt64(referenceNamed(document.paths)) as Parameters<typeof declareHeaders>[0]
       declareMethodNotAllowed(paths)
+      declareNoContent(paths)
       describeHeadOperations(paths)
       declareHeaders(paths)
       const components = {
@@ -130,6 +131,11 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
     return stringifyDocument(removed.length === 0 ? app.swagger() : withoutRemovedAnswers(app.swagger(), removed))
   })
 }, { name: 'openapi' })
+
+/** A 204 has no body: @fastify/swagger gives every response a JSON content, which clients would wait for. */
+function declareNoContent (paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>): void {
+  for (const operation of Object.values(paths).flatMap((path) => Object.values(path))) delete (operation.responses?.['204'] as { content?: unknown } | undefined)?.content
+}
 
 /**
  * The document once operations are past their sunset: each stays, deprecated, with only the 410 it

@@ -1,5 +1,6 @@
 import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
+import { IDEMPOTENCY_CLAIM_LOCK, lockIdOrder } from '../db/id-order-lock.js'
 import type { IdempotencyClaim, StoredResponse } from './pet-store.js'
 
 /** The answer kept with a claim for what it created (a pet, a category): the body is stored as text and replayed byte for byte. */
@@ -21,4 +22,22 @@ export async function saveResponse (trx: Db, claim: IdempotencyClaim, response: 
     location: response.location,
     created_at: createdAt
   }).execute()
+}
+
+/**
+ * Takes the claim lock (first, as every create does) and finds the answer kept under the claim's key, in
+ * the caller's transaction, after deleting one older than the retention (Kysely's path; the pet stores
+ * have their own statements).
+ */
+export async function findClaimedResponse (trx: Db, claim: IdempotencyClaim): Promise<StoredResponse | undefined> {
+  await lockIdOrder(trx, IDEMPOTENCY_CLAIM_LOCK)
+  await trx.deleteFrom('idempotency_keys')
+    .where('api_key_id', '=', claim.apiKeyId).where('key', '=', claim.key).where('created_at', '<', claim.notBefore)
+    .execute()
+  const stored = await trx.selectFrom('idempotency_keys')
+    .select(['request_hash as requestHash', 'status_code as status', 'response_body as body', 'location'])
+    .where('api_key_id', '=', claim.apiKeyId).where('key', '=', claim.key)
+    .executeTakeFirst()
+  // SQLite hands integers back as BigInt.
+  return stored === undefined ? undefined : { ...stored, status: Number(stored.status) }
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { connect } from 'node:net'
 import { test } from 'node:test'
 import type { InjectOptions } from 'fastify'
 import { build, createPet, forEachStore, type TestApp } from '../helper.js'
@@ -16,7 +17,8 @@ const PATHS = [
   '/v1/pets/%E0%A4%A', '/v1//pets', '/v1/pets/../pets', '/v1/pets/1/', '/v1/PETS', '/v1', '/', '/healthz',
   '/v1/openapi.json', '/v1/store/orders', '/v1/store/orders/1', '/v1/store/orders/0', '/v1/store/orders/abc',
   '/v1/store/orders/9223372036854775808', '/v1/categories', '/v1/categories/1', '/v1/categories/abc', '/v1/categories/0',
-  '/v1/events', '/v1/events', '/v1/events/', '/v1/EVENTS', '/docs', '/docs/static/../../package.json', '/%2e%2e/etc/passwd', `/v1/pets/${'9'.repeat(300)}`, `/${'a'.repeat(5000)}`
+  '/v1/events', '/v1/events', '/v1/events/', '/v1/EVENTS', '/v1/webhooks', '/v1/webhooks', '/v1/webhooks/1', '/v1/webhooks/abc',
+  '/v1/webhooks/1/rotate-secret', '/v1/webhooks/1/deliveries', '/v1/webhooks/1/deliveries/1/retry', '/v1/webhooks/0/deliveries/x/retry', '/docs', '/docs/static/../../package.json', '/%2e%2e/etc/passwd', `/v1/pets/${'9'.repeat(300)}`, `/${'a'.repeat(5000)}`
 ]
 const QUERIES = [
   '', '', '?limit=5', '?limit=0', '?limit=101', '?limit=abc', '?limit=1.5', '?limit=-1', '?limit=1e1',
@@ -42,7 +44,13 @@ const BODIES = [
   '{"petId":999999}', '{"petId":"1"}', '{"petId":-1}', '{"petId":99999999999999999999}', '{"status":"approved"}',
   '{"status":"cancelled","petId":1}', '{"status":null}',
   // Categories: a name twice in other cases, and names no category may have.
-  '{"name":"Dogs"}', '{"name":"DOGS"}', '{"name":"Stra\u00dfe"}', '{"name":"STRASSE"}', '{"name":"   "}', '{"name":"Dogs","id":1}'
+  '{"name":"Dogs"}', '{"name":"DOGS"}', '{"name":"Stra\u00dfe"}', '{"name":"STRASSE"}', '{"name":"   "}', '{"name":"Dogs","id":1}',
+  // Webhooks: receivers inside, odd URLs and event lists, and changes.
+  '{"url":"https://hooks.example.test/","events":["*"]}', '{"url":"https://127.0.0.1/","events":["*"]}', '{"url":"http://hooks.example.test/","events":["*"]}',
+  '{"url":"https://[::1]/","events":["pet.created"]}', '{"url":"https://169.254.169.254/latest/meta-data","events":["*"]}',
+  '{"url":"javascript:alert(1)","events":["*"]}', '{"url":"https://u:p@hooks.example.test/","events":["*"]}', '{"url":"","events":["*"]}',
+  '{"url":"https://hooks.example.test/","events":[]}', '{"url":"https://hooks.example.test/","events":["*","*"]}', '{"url":"https://hooks.example.test/","events":"*"}',
+  '{"enabled":true}', '{"enabled":"false"}', '{"events":["order.placed"],"url":"https://hooks.example.test/x"}', '{"description":null}', '{"secret":"whsec_x"}'
 ]
 
 function hostileRequest (random: Random, validAuth: string): InjectOptions {
@@ -74,7 +82,9 @@ forEachStore((store) => {
     const random = seededRandom(seed)
     // Load shedding is off here: this sweep is about input, and on a loaded CI machine the back-to-back injects once
     // delayed the event loop past the 1 s threshold, so one request was shed with a 503 (security.test.ts covers shedding).
-    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' }, limits: { maxEventLoopDelayMs: 3_600_000 } })
+    // Webhook receivers' names resolve to a public address, and connections to it reach a closed port here.
+    const webhookNetwork = { resolve: async () => ['93.184.216.34'], dial: (_address: string, _port: number) => connect({ host: '127.0.0.1', port: 9 }) }
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' }, limits: { maxEventLoopDelayMs: 3_600_000 }, webhookNetwork })
     for (let i = 0; i < 5; i++) await createPet(testApp, { name: `Before ${i}`, categoryId: 2 ** 53 + i })
     const before = await snapshot(testApp)
 

@@ -22,7 +22,10 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
     { url: 'https://pets.example.com/api/v1', description: 'Production' },
     { url: 'https://staging.pets.example.com/v1', description: 'Staging' }
   ])
-  assert.deepEqual(Object.keys(doc.paths).sort(), ['/categories', '/categories/{categoryId}', '/events', '/events/stream', '/pets', '/pets/{petId}', '/store/orders', '/store/orders/{orderId}'], 'paths are relative to the servers')
+  assert.deepEqual(Object.keys(doc.paths).sort(), [
+    '/categories', '/categories/{categoryId}', '/events', '/events/stream', '/pets', '/pets/{petId}', '/store/orders', '/store/orders/{orderId}',
+    '/webhooks', '/webhooks/{webhookId}', '/webhooks/{webhookId}/deliveries', '/webhooks/{webhookId}/deliveries/{deliveryId}/retry', '/webhooks/{webhookId}/rotate-secret'
+  ], 'paths are relative to the servers')
   assert.deepEqual(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', description: doc.components.securitySchemes.bearerAuth.description })
   assert.deepEqual(doc.security, [{ bearerAuth: [] }])
 
@@ -38,7 +41,11 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.equal(doc.paths['/pets'].post.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
   assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '410', '429', '500', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
-  assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Category', 'Error', 'Event', 'NewCategory', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'])
+  assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
+    'Category', 'CreatedWebhook', 'Error', 'Event', 'NewCategory', 'NewOrder', 'NewPet', 'NewWebhook', 'Order', 'OrderStatus', 'Pet', 'PetStatus',
+    'RetryQueued', 'RotatedSecret', 'Webhook', 'WebhookChanges', 'WebhookDelivery'
+  ])
+  assert.equal(doc.paths['/webhooks/{webhookId}'].delete.responses[204].content, undefined, 'a 204 has no body')
   assert.deepEqual(doc.paths['/pets'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewPet' })
   assert.equal(doc.paths['/pets'].get.responses[200].content['application/json'].schema.items.$ref, '#/components/schemas/Pet')
   assert.deepEqual(doc.paths['/pets'].get.responses[401], { $ref: '#/components/responses/Unauthorized' })
@@ -66,6 +73,7 @@ test('the document has an example for every request body and every response, and
         continue
       }
       for (const [status, response] of Object.entries<any>(operation.responses)) {
+        if (status === '204') continue
         const { content } = resolve(doc, response)
         const json = content['application/json']
         // The event stream's one answer that is not JSON has its example in its schema.
@@ -135,6 +143,17 @@ test('the documented 400, 404 and 405 examples are the answers the server gives'
     'patch /store/orders/{orderId}': {
       400: { method: 'PATCH', url: '/v1/store/orders/abc', payload: { status: 'approved' } },
       404: { method: 'PATCH', url: '/v1/store/orders/7', payload: { status: 'approved' } }
+    },
+    'get /webhooks': { 400: { url: '/v1/webhooks?limit=0' } },
+    'post /webhooks': { 400: { method: 'POST', url: '/v1/webhooks', payload: { url: 'https://hooks.example.com/', events: ['pet.deleted'] } } },
+    'get /webhooks/{webhookId}': { 400: { url: '/v1/webhooks/abc' }, 404: { url: '/v1/webhooks/7' } },
+    'patch /webhooks/{webhookId}': { 400: { method: 'PATCH', url: '/v1/webhooks/abc', payload: { enabled: true } }, 404: { method: 'PATCH', url: '/v1/webhooks/7', payload: { enabled: true } } },
+    'delete /webhooks/{webhookId}': { 400: { method: 'DELETE', url: '/v1/webhooks/abc' }, 404: { method: 'DELETE', url: '/v1/webhooks/7' } },
+    'post /webhooks/{webhookId}/rotate-secret': { 400: { method: 'POST', url: '/v1/webhooks/abc/rotate-secret' }, 404: { method: 'POST', url: '/v1/webhooks/7/rotate-secret' } },
+    'get /webhooks/{webhookId}/deliveries': { 400: { url: '/v1/webhooks/7/deliveries?limit=0' }, 404: { url: '/v1/webhooks/7/deliveries' } },
+    'post /webhooks/{webhookId}/deliveries/{deliveryId}/retry': {
+      400: { method: 'POST', url: '/v1/webhooks/7/deliveries/abc/retry' },
+      404: { method: 'POST', url: '/v1/webhooks/7/deliveries/311/retry' }
     }
   }
   let compared = 0
@@ -153,7 +172,7 @@ test('the documented 400, 404 and 405 examples are the answers the server gives'
       }
     }
   }
-  assert.equal(compared, 28)
+  assert.equal(compared, 50)
 })
 
 test('a validator that does not know the pet-name format still refuses the names the server refuses, but for their length', async (t) => {
@@ -212,6 +231,9 @@ test('each operation states the scope it needs, in its security requirement and 
     listPets: 'pets:read', 'listPets-head': 'pets:read', createPet: 'pets:write', getPet: 'pets:read', 'getPet-head': 'pets:read',
     listEvents: 'events:read', 'listEvents-head': 'events:read', streamEvents: 'events:read',
     listCategories: 'categories:read', 'listCategories-head': 'categories:read', createCategory: 'categories:write', getCategory: 'categories:read', 'getCategory-head': 'categories:read',
-    listOrders: 'orders:read', 'listOrders-head': 'orders:read', createOrder: 'orders:write', getOrder: 'orders:read', 'getOrder-head': 'orders:read', updateOrderStatus: 'orders:write'
+    listOrders: 'orders:read', 'listOrders-head': 'orders:read', createOrder: 'orders:write', getOrder: 'orders:read', 'getOrder-head': 'orders:read', updateOrderStatus: 'orders:write',
+    listWebhooks: 'webhooks:read', 'listWebhooks-head': 'webhooks:read', createWebhook: 'webhooks:write', getWebhook: 'webhooks:read', 'getWebhook-head': 'webhooks:read',
+    updateWebhook: 'webhooks:write', deleteWebhook: 'webhooks:write', rotateWebhookSecret: 'webhooks:write',
+    listWebhookDeliveries: 'webhooks:read', 'listWebhookDeliveries-head': 'webhooks:read', retryWebhookDelivery: 'webhooks:write'
   })
 })

@@ -73,7 +73,7 @@ forEachStore((store) => {
   test('keys create and rotate refuse unknown scopes, malformed lifetimes and past dates with exit 2', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     const cases: Array<[string[], RegExp]> = [
-      [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, categories:read, categories:write, orders:read, orders:write, events:read, webhooks:write, \*, \*:read/],
+      [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, categories:read, categories:write, orders:read, orders:write, events:read, webhooks:read, webhooks:write, \*, \*:read/],
       [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer and one unit of s, m, h or d/],
       [['keys', 'create', '--name', 'x', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at 2020-01-01T00:00:00.000Z is already past/],
       [['keys', 'create', '--name', 'x', '--expires-at', 'tomorrow'], /RFC 3339/],

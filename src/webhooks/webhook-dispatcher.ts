@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto'
+import type { Clock } from '../clock.js'
+import type { Db } from '../db/database.js'
+import { findEvents, findLastEventId, type StoredEvent } from '../events/event.repository.js'
+import type { EventType } from '../events/event.schemas.js'
+import { retryDelay } from './retry-schedule.js'
+import type { WebhookMetrics } from './webhook-metrics.js'
+import { messageIdOf, signDelivery } from './webhook-signature.js'
+import type { DeliveryAnswer, WebhookTransport } from './webhook-transport.js'
+import {
+  completeRedelivery, findDeliveryTarget, leaseDueWebhooks, leaseRedeliveries, nextAttemptNumber, readLeasedWebhook, recordAttempt,
+  releaseWebhook, type AfterAttempt, type AttemptRecord, type LeasedRedelivery, type LeasedWebhook
+} from './webhook-queue.js'
+
+export interface WebhookDispatcherOptions {
+  /** How often the store is asked for subscriptions with events due. */
+  pollMs: number
+  /** Deliveries in flight at once on this instance; each subscription has at most one. */
+  concurrency: number
+  /** How long a subscription stays leased without news from its instance (longer than an attempt's timeout). */
+  leaseMs: number
+  /** Waits before each retry (see parseRetrySchedule). */
+  retrySchedule: readonly number[]
+}
+
+// Events read per lease; the lease is extended at each delivery.
+const BATCH = 100
+
+/**
+ * Delivers events to subscriptions from the store, where the queue is: each subscription's position
+ * in the event log. An instance leases a due subscription, POSTs its events in order one at a time,
+ * and moves its position on after each 2xx, in the transaction that logs the attempt; a failure
+ * schedules a retry and gives the lease up. A crash loses nothing: a lease runs out and the event in
+ * flight is sent again, with the same `webhook-id`.
+ */
+export class WebhookDispatcher {
+  readonly #working = new Set<Promise<void>>()
+  readonly #closing = new AbortController()
+  readonly #token = randomUUID()
+  #timer: NodeJS.Timeout | undefined
+  #polling = false
+
+  constructor (
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly transport: WebhookTransport,
+    private readonly options: WebhookDispatcherOptions,
+    private readonly metrics: WebhookMetrics | undefined,
+    private readonly onError: (error: Error) => void
+  ) {}
+
+  start (): void {
+    this.#timer = setInterval(() => { this.poll() }, this.options.pollMs).unref()
+  }
+
+  /** Stops taking work and aborts the deliveries in flight; their subscriptions are released to be sent again. */
+  async stop (): Promise<void> {
+    clearInterval(this.#timer)
+    this.#closing.abort()
+    while (this.#working.size > 0) await Promise.allSettled([...this.#working])
+    this.transport.close()
+  }
+
+  poll (): void {
+    if (this.#polling || this.#closing.signal.aborted) return
+    this.#polling = true
+    this.#leaseWork().catch(this.onError).finally(() => { this.#polling = false })
+  }
+
+  async #leaseWork (): Promise<void> {
+    const free = this.options.concurrency - this.#working.size
+    if (free <= 0) return
+    const now = this.#now()
+    const leaseUntil = this.#later(this.options.leaseMs)
+    for (const redelivery of await leaseRedeliveries(this.db, { now, leaseUntil, limit: free })) {
+      this.#track(this.#redeliver(redelivery))
+    }
+    const stillFree = this.options.concurrency - this.#working.size
+    if (stillFree <= 0) return
+    for (const id of await leaseDueWebhooks(this.db, { now, leaseUntil, leaseToken: this.#token, limit: stillFree })) {
+      this.#track(this.#deliverAll(id))
+    }
+  }
+
+  #track (work: Promise<void>): void {
+    const tracked = work.catch(this.onError).finally(() => {
+      this.#working.delete(tracked)
+      // A slot is free: more may be due without waiting for the next tick.
+      this.poll()
+    })
+    this.#working.add(tracked)
+  }
+
+  /** Delivers a leased subscription's events in order while they succeed, a batch at a time, then gives the lease up. */
+  async #deliverAll (id: bigint): Promise<void> {
+    for (;;) {
+      const webhook = await readLeasedWebhook(this.db, id, this.#token, this.#now())
+      if (webhook === undefined) return await releaseWebhook(this.db, id, this.#token)
+      // Read first: ids commit in order, so every event up to it is in the batch or not of the subscription's types.
+      const last = await findLastEventId(this.db)
+      const types = webhook.eventTypes === '*' ? undefined : webhook.eventTypes.split(' ') as EventType[]
+      const { events, more } = await findEvents(this.db, { afterId: webhook.deliveredThrough, types, limit: BATCH })
+      const inReach = events.filter((event) => event.id <= last)
+      for (const [index, event] of inReach.entries()) {
+        const delivered = await this.#deliverOne(webhook, event, index === 0 ? webhook.attempt + 1 : 1)
+        if (!delivered) return
+      }
+      if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, this.#token, last)
+    }
+  }
+
+  /** One attempt at an event; true when it was delivered and the lease is still held. */
+  async #deliverOne (webhook: LeasedWebhook, event: StoredEvent, attempt: number): Promise<boolean> {
+    const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
+    if (answer === undefined) {
+      await releaseWebhook(this.db, webhook.id, this.#token)
+      return false
+    }
+    const record = this.#record(event.id, attempt, answer)
+    const after = this.#after(answer, attempt)
+    const held = await recordAttempt(this.db, webhook.id, this.#token, record, after)
+    this.metrics?.attempted(answer, event.occurredAt, this.clock.now())
+    return held && after.kind === 'delivered'
+  }
+
+  #after (answer: DeliveryAnswer, attempt: number): AfterAttempt {
+    if (answer.error === undefined) return { kind: 'delivered', leaseUntil: this.#later(this.options.leaseMs) }
+    if (answer.status === 410) return { kind: 'disable', reason: 'The receiver answered 410 Gone' }
+    const wait = retryDelay(this.options.retrySchedule, attempt)
+    if (wait === undefined) return { kind: 'disable', reason: `Every one of ${attempt} attempts at event failed; the last: ${answer.error}` }
+    return { kind: 'retry', nextAttemptAt: this.#later(wait) }
+  }
+
+  async #redeliver (redelivery: LeasedRedelivery): Promise<void> {
+    const target = await findDeliveryTarget(this.db, redelivery.webhookId, this.#now())
+    const [event] = (await findEvents(this.db, { afterId: redelivery.eventId - 1n, types: undefined, limit: 1 })).events
+    // The subscription was deleted, or the event is no longer kept (the retry was accepted before it went).
+    if (target === undefined || event?.id !== redelivery.eventId) return await completeRedelivery(this.db, redelivery, undefined)
+    const answer = await this.#post(target.url, target.secrets, messageIdOf(redelivery.webhookId, event.id), event.json)
+    // A shutdown: the redelivery stays queued, and is leased again when its lease runs out.
+    if (answer === undefined) return
+    const attempt = await nextAttemptNumber(this.db, redelivery.webhookId, event.id)
+    await completeRedelivery(this.db, redelivery, this.#record(event.id, attempt, answer))
+    this.metrics?.attempted(answer, event.occurredAt, this.clock.now())
+  }
+
+  /** The receiver's answer, or undefined when a shutdown aborted the attempt. */
+  async #post (url: string, secrets: readonly string[], messageId: string, body: string): Promise<DeliveryAnswer | undefined> {
+    const headers = signDelivery(secrets, messageId, new Date(this.clock.now()), body)
+    const answer = await this.transport.post(new URL(url), { ...headers }, body, this.#closing.signal)
+    return this.#closing.signal.aborted ? undefined : answer
+  }
+
+  #record (eventId: bigint, attempt: number, answer: DeliveryAnswer): AttemptRecord {
+    return {
+      eventId,
+      attempt,
+      attemptedAt: new Date(this.clock.now() - answer.durationMs).toISOString(),
+      responseStatus: answer.status ?? null,
+      error: answer.error ?? null,
+      durationMs: answer.durationMs
+    }
+  }
+
+  #now (): string {
+    return new Date(this.clock.now()).toISOString()
+  }
+
+  #later (ms: number): string {
+    return new Date(this.clock.now() + ms).toISOString()
+  }
+}

@@ -1,0 +1,36 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { DeliveryAnswer } from './webhook-transport.js'
+
+/** Webhook deliveries on /metrics: attempts by outcome, latency from the change to its delivery, and the queue's depth. */
+export class WebhookMetrics {
+  readonly #attempts: Counter<'outcome'>
+  readonly #latency: Histogram
+
+  constructor (registry: Registry, owedEvents: () => Promise<number>) {
+    this.#attempts = new Counter({
+      name: 'petstore_webhook_deliveries_total',
+      help: 'Delivery attempts, by outcome: delivered (a 2xx) or failed',
+      labelNames: ['outcome'],
+      registers: [registry]
+    })
+    this.#latency = new Histogram({
+      name: 'petstore_webhook_delivery_latency_seconds',
+      help: 'From the change (its event\'s occurredAt) to the receiver\'s 2xx, retries included',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 600, 3600, 86_400],
+      registers: [registry]
+    })
+
+    new Gauge({
+      name: 'petstore_webhook_queue_depth',
+      help: 'Events after the position of each enabled subscription, summed (of any type: an upper bound)',
+      registers: [registry],
+      async collect () { this.set(await owedEvents()) }
+    })
+  }
+
+  attempted (answer: DeliveryAnswer, occurredAt: string, now: number): void {
+    const delivered = answer.error === undefined
+    this.#attempts.inc({ outcome: delivered ? 'delivered' : 'failed' })
+    if (delivered) this.#latency.observe((now - Date.parse(occurredAt)) / 1000)
+  }
+}

@@ -1,0 +1,170 @@
+import { sql } from 'kysely'
+import type { Db } from '../db/database.js'
+import { isPostgres } from '../db/dialect.js'
+
+/** A subscription an instance holds the lease of, with what it needs to deliver. */
+export interface LeasedWebhook {
+  id: bigint
+  url: string
+  eventTypes: string
+  secrets: string[]
+  deliveredThrough: bigint
+  attempt: number
+}
+
+/** The subscription's row if the lease is still this instance's: changes (a PATCH, a rotation) are seen at the next batch. */
+export async function readLeasedWebhook (db: Db, id: bigint, leaseToken: string, now: string): Promise<LeasedWebhook | undefined> {
+  const row = await db.selectFrom('webhooks')
+    .select(['id', 'url', 'event_types', 'state', 'secret', 'previous_secret', 'previous_secret_until', 'delivered_through', 'attempt'])
+    .where('id', '=', id).where('lease_token', '=', leaseToken)
+    .executeTakeFirst()
+  if (row === undefined || row.state !== 'enabled') return undefined
+  const secrets = [row.secret]
+  if (row.previous_secret !== null && row.previous_secret_until !== null && row.previous_secret_until > now) secrets.push(row.previous_secret)
+  return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt) }
+}
+
+/**
+ * Leases up to `limit` enabled subscriptions that are due and have events after their position,
+ * most overdue first, until `leaseUntil`; returns their ids. On PostgreSQL rows another instance is
+ * leasing at the same moment are skipped, not waited for (`FOR UPDATE SKIP LOCKED`), so each
+ * subscription is worked by one instance at a time; SQLite has one writer.
+ */
+export async function leaseDueWebhooks (db: Db, { now, leaseUntil, leaseToken, limit }: { now: string, leaseUntil: string, leaseToken: string, limit: number }): Promise<bigint[]> {
+  let due = db.selectFrom('webhooks').select('id')
+    .where('state', '=', 'enabled').where('next_attempt_at', '<=', now).where('lease_until', '<=', now)
+    .where('delivered_through', '<', db.selectFrom('events').select(sql<bigint>`coalesce(max(id), 0)`.as('last')))
+    .orderBy('next_attempt_at').limit(limit)
+  if (!await anyRow(due)) return []
+  if (isPostgres(db)) due = due.forUpdate().skipLocked()
+  const rows = await db.updateTable('webhooks').set({ lease_until: leaseUntil, lease_token: leaseToken })
+    .where('id', 'in', due).returning('id').execute()
+  return rows.map(({ id }) => id)
+}
+
+/** What an attempt came to, for the deliveries log. */
+export interface AttemptRecord {
+  eventId: bigint
+  attempt: number
+  attemptedAt: string
+  responseStatus: number | null
+  error: string | null
+  durationMs: number
+}
+
+/** How the subscription stands after an attempt. */
+export type AfterAttempt =
+  /** Delivered: the position moves past the event, and the lease is extended. */
+  | { kind: 'delivered', leaseUntil: string } |
+  /** Failed, with a retry at `nextAttemptAt`: the lease is given up. */
+  { kind: 'retry', nextAttemptAt: string } |
+  /** Failed for good (a 410, or the last retry): the subscription is disabled and the lease given up. */
+  { kind: 'disable', reason: string }
+
+/**
+ * Logs an attempt and moves the subscription on, in one transaction, if this instance still holds
+ * its lease (false otherwise: it was deleted, or the lease ran out and another instance took it).
+ */
+export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: string, record: AttemptRecord, after: AfterAttempt): Promise<boolean> {
+  return await db.transaction().execute(async (trx) => {
+    const update = trx.updateTable('webhooks').where('id', '=', webhookId).where('lease_token', '=', leaseToken)
+    const { numUpdatedRows } = await (after.kind === 'delivered' ?
+        update.set({ delivered_through: record.eventId, attempt: 0, lease_until: after.leaseUntil }) :
+        update.set({
+          attempt: record.attempt,
+          last_error: record.error,
+          lease_until: '',
+          lease_token: null,
+          ...(after.kind === 'retry' ? { next_attempt_at: after.nextAttemptAt } : { state: 'disabled', disabled_reason: after.reason })
+        })).executeTakeFirst()
+    if (numUpdatedRows === 0n) return false
+    await insertAttempt(trx, webhookId, record)
+    return true
+  })
+}
+
+async function insertAttempt (trx: Db, webhookId: bigint, record: AttemptRecord): Promise<void> {
+  await trx.insertInto('webhook_deliveries').values({
+    webhook_id: webhookId,
+    event_id: record.eventId,
+    attempt: record.attempt,
+    attempted_at: record.attemptedAt,
+    response_status: record.responseStatus,
+    error: record.error,
+    duration_ms: record.durationMs
+  }).execute()
+}
+
+/**
+ * Gives the lease up, moving the position to `deliveredThrough` (events up to it were delivered or
+ * were not of the subscription's types) when given.
+ */
+export async function releaseWebhook (db: Db, webhookId: bigint, leaseToken: string, deliveredThrough?: bigint): Promise<void> {
+  await db.updateTable('webhooks')
+    .set({ lease_until: '', lease_token: null, ...(deliveredThrough !== undefined && { delivered_through: deliveredThrough }) })
+    .where('id', '=', webhookId).where('lease_token', '=', leaseToken)
+    .execute()
+}
+
+/**
+ * Whether a query finds anything, read before leasing: an UPDATE takes SQLite's write lock even when
+ * it changes nothing, and an idle instance polling for work would then queue behind every writer.
+ */
+async function anyRow (query: { execute: () => Promise<unknown[]> }): Promise<boolean> {
+  return (await query.execute()).length > 0
+}
+
+/** A redelivery asked for with POST …/retry. */
+export interface LeasedRedelivery {
+  id: bigint
+  webhookId: bigint
+  eventId: bigint
+}
+
+/** Leases up to `limit` redeliveries not leased by a running instance, oldest first. */
+export async function leaseRedeliveries (db: Db, { now, leaseUntil, limit }: { now: string, leaseUntil: string, limit: number }): Promise<LeasedRedelivery[]> {
+  let due = db.selectFrom('webhook_redeliveries').select('id').where('lease_until', '<=', now).orderBy('id').limit(limit)
+  if (!await anyRow(due)) return []
+  if (isPostgres(db)) due = due.forUpdate().skipLocked()
+  const rows = await db.updateTable('webhook_redeliveries').set({ lease_until: leaseUntil })
+    .where('id', 'in', due).returning(['id', 'webhook_id', 'event_id']).execute()
+  return rows.map((row) => ({ id: row.id, webhookId: row.webhook_id, eventId: row.event_id }))
+}
+
+/** The subscription's URL and signing secrets at `now`, whatever its state. */
+export async function findDeliveryTarget (db: Db, webhookId: bigint, now: string): Promise<{ url: string, secrets: string[] } | undefined> {
+  const row = await db.selectFrom('webhooks').select(['url', 'secret', 'previous_secret', 'previous_secret_until']).where('id', '=', webhookId).executeTakeFirst()
+  if (row === undefined) return undefined
+  const secrets = [row.secret]
+  if (row.previous_secret !== null && row.previous_secret_until !== null && row.previous_secret_until > now) secrets.push(row.previous_secret)
+  return { url: row.url, secrets }
+}
+
+/** The next attempt number of an event for a subscription, after those in the log. */
+export async function nextAttemptNumber (db: Db, webhookId: bigint, eventId: bigint): Promise<number> {
+  const row = await db.selectFrom('webhook_deliveries').select(sql<number>`coalesce(max(attempt), 0)`.as('last'))
+    .where('webhook_id', '=', webhookId).where('event_id', '=', eventId).executeTakeFirstOrThrow()
+  return Number(row.last) + 1
+}
+
+/** Logs a redelivery's attempt and removes it from the queue, in one transaction (only the log when the attempt could not be made). */
+export async function completeRedelivery (db: Db, redelivery: LeasedRedelivery, record: AttemptRecord | undefined): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('webhook_redeliveries').where('id', '=', redelivery.id).execute()
+    if (record !== undefined) await insertAttempt(trx, redelivery.webhookId, record)
+  })
+}
+
+/** Events owed to enabled subscriptions, of any type, summed: the delivery queue's depth. */
+export async function countOwedEvents (db: Db): Promise<number> {
+  const row = await db.selectFrom('webhooks')
+    .select(sql<string>`coalesce(sum((select coalesce(max(id), 0) from events) - delivered_through), 0)`.as('owed'))
+    .where('state', '=', 'enabled').executeTakeFirstOrThrow()
+  return Number(row.owed)
+}
+
+/** The position of the enabled subscription furthest behind: the event log keeps the events after it past their retention. */
+export async function findOldestOwedPosition (db: Db): Promise<bigint | undefined> {
+  const row = await db.selectFrom('webhooks').select(sql<bigint | null>`min(delivered_through)`.as('position')).where('state', '=', 'enabled').executeTakeFirstOrThrow()
+  return row.position === null ? undefined : BigInt(row.position)
+}

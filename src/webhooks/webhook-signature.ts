@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto'
+import { Webhook } from 'standardwebhooks'
+
+/** A new signing secret in the Standard Webhooks form: `whsec_` and 24 random bytes in base64. */
+export function newWebhookSecret (): string {
+  return `whsec_${randomBytes(24).toString('base64')}`
+}
+
+/** The Standard Webhooks headers of one attempt. */
+export interface SignatureHeaders {
+  'webhook-id': string
+  'webhook-timestamp': string
+  'webhook-signature': string
+}
+
+/**
+ * Signs a delivery with each secret (the current one first, then the one rotated out while it still
+ * signs), space-separated as the convention allows, so receivers holding either verify it.
+ */
+export function signDelivery (secrets: readonly string[], messageId: string, at: Date, body: string): SignatureHeaders {
+  return {
+    'webhook-id': messageId,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': secrets.map((secret) => new Webhook(secret).sign(messageId, at, body)).join(' ')
+  }
+}
+
+/** The `webhook-id` of an event for a subscription: the same on every attempt, so receivers can drop repeats. */
+export function messageIdOf (webhookId: bigint, eventId: bigint): string {
+  return `msg_${webhookId}_${eventId}`
+}

@@ -1,0 +1,33 @@
+import { ApiError } from '../errors.js'
+import { checkedAddresses, RefusedAddressError, type WebhookNetwork } from './webhook-transport.js'
+
+// A registration waits this long for the receiver's name to resolve; past it, the check at each
+// connection is the one that counts.
+const RESOLVE_TIMEOUT_MS = 2000
+
+function refused (reason: string): ApiError {
+  return new ApiError(422, 'webhook_url_refused', `The webhook URL is refused: ${reason}`)
+}
+
+/**
+ * Checks a receiver's URL when it is registered or changed: absolute, `https` (or `http` where private
+ * addresses are allowed), without credentials, and not naming or resolving to a non-public address.
+ * A name that does not resolve now is accepted: every connection checks the address it dials anyway.
+ */
+export async function checkWebhookUrl (text: string, network: WebhookNetwork, allowPrivate: boolean): Promise<void> {
+  if (!URL.canParse(text)) throw refused('it is not an absolute URL')
+  const url = new URL(text)
+  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:']
+  if (!schemes.includes(url.protocol)) throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, not ${url.protocol.slice(0, -1)}`)
+  if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')
+  if (allowPrivate) return
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<void>((resolve) => { timer = setTimeout(resolve, RESOLVE_TIMEOUT_MS) })
+  try {
+    await Promise.race([checkedAddresses(network, url.hostname, false), timedOut])
+  } catch (error) {
+    if (error instanceof RefusedAddressError) throw refused(`${error.message}; webhooks reach public addresses only`)
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,158 @@
+import { isoNow, type Clock } from '../clock.js'
+import type { Database, Db } from '../db/database.js'
+import { findLastEventId } from '../events/event.repository.js'
+import type { ClaimedCreate } from '../idempotency/idempotent-create.js'
+import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
+import { createdResponse, findClaimedResponse, saveResponse } from '../store/stored-response.js'
+import { newWebhookSecret } from './webhook-signature.js'
+import type { NewWebhook, Webhook, WebhookChanges, WebhookDelivery } from './webhook.schemas.js'
+import type { Selectable } from 'kysely'
+
+/** How long a rotated-out secret keeps signing deliveries beside the new one. */
+export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000
+
+const WEBHOOK_COLUMNS = ['id', 'url', 'event_types', 'description', 'state', 'disabled_reason', 'last_error', 'created_at'] as const
+type WebhookRow = Pick<Selectable<Database['webhooks']>, typeof WEBHOOK_COLUMNS[number]>
+
+/** Event types as stored: space-separated, or `*`. */
+export function eventTypesColumn (events: readonly string[]): string {
+  return events.includes('*') ? '*' : events.join(' ')
+}
+
+function webhookOfRow (row: WebhookRow): Webhook {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.event_types.split(' ') as Webhook['events'],
+    description: row.description,
+    enabled: row.state === 'enabled',
+    disabledReason: row.disabled_reason,
+    lastError: row.last_error,
+    createdAt: row.created_at
+  }
+}
+
+export type WebhookCreated =
+  | ClaimedCreate & { outcome: 'created', webhook: Webhook & { secret: string } } |
+  ClaimedCreate & { outcome: 'replayed' }
+
+/**
+ * Creates a subscription that delivers the events committed after it, and records the answer (with
+ * its secret, so that a retried registration gets the same secret) under the claim when there is one.
+ */
+export async function createWebhook (db: Db, clock: Clock, { url, events, description }: NewWebhook, claim?: IdempotencyClaim): Promise<WebhookCreated> {
+  const now = isoNow(clock)
+  return await db.transaction().execute(async (trx): Promise<WebhookCreated> => {
+    if (claim !== undefined) {
+      const stored = await findClaimedResponse(trx, claim)
+      if (stored !== undefined) return { outcome: 'replayed', response: stored }
+    }
+    const secret = newWebhookSecret()
+    const row = await trx.insertInto('webhooks').values({
+      url,
+      event_types: eventTypesColumn(events),
+      description: description ?? null,
+      state: 'enabled',
+      secret,
+      delivered_through: await findLastEventId(trx),
+      attempt: 0,
+      next_attempt_at: now,
+      lease_until: '',
+      created_at: now,
+      updated_at: now
+    }).returning(WEBHOOK_COLUMNS).executeTakeFirstOrThrow()
+    const webhook = { ...webhookOfRow(row), secret }
+    let response: StoredResponse | undefined
+    if (claim !== undefined) {
+      response = createdResponse(claim, webhook)
+      await saveResponse(trx, claim, response, now)
+    }
+    return { outcome: 'created', webhook, response }
+  })
+}
+
+export async function findWebhookById (db: Db, id: bigint): Promise<Webhook | undefined> {
+  const row = await db.selectFrom('webhooks').select(WEBHOOK_COLUMNS).where('id', '=', id).executeTakeFirst()
+  return row === undefined ? undefined : webhookOfRow(row)
+}
+
+export async function findWebhookPage (db: Db, { afterId = 0n, limit }: { afterId: bigint | undefined, limit: number }): Promise<{ webhooks: Webhook[], nextAfterId: bigint | undefined }> {
+  const rows = await db.selectFrom('webhooks').select(WEBHOOK_COLUMNS).where('id', '>', afterId).orderBy('id').limit(limit + 1).execute()
+  const more = rows.length > limit
+  if (more) rows.length = limit
+  return { webhooks: rows.map(webhookOfRow), nextAfterId: more ? rows[limit - 1]!.id : undefined }
+}
+
+/**
+ * Applies changes; enabling a subscription clears why it was disabled and makes its first undelivered
+ * event due at once, with a fresh count of attempts. Undefined when there is no such subscription.
+ */
+export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, events, description, enabled }: WebhookChanges): Promise<Webhook | undefined> {
+  const now = isoNow(clock)
+  const row = await db.updateTable('webhooks').set({
+    updated_at: now,
+    ...(url !== undefined && { url }),
+    ...(events !== undefined && { event_types: eventTypesColumn(events) }),
+    ...(description !== undefined && { description }),
+    ...(enabled === false && { state: 'disabled', disabled_reason: null }),
+    ...(enabled === true && { state: 'enabled', disabled_reason: null, attempt: 0, next_attempt_at: now })
+  }).where('id', '=', id).returning(WEBHOOK_COLUMNS).executeTakeFirst()
+  return row === undefined ? undefined : webhookOfRow(row)
+}
+
+/** Deletes a subscription with its deliveries log; false when there was none. */
+export async function deleteWebhook (db: Db, id: bigint): Promise<boolean> {
+  return await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('webhook_redeliveries').where('webhook_id', '=', id).execute()
+    await trx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute()
+    const { numDeletedRows } = await trx.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst()
+    return numDeletedRows > 0n
+  })
+}
+
+/** Gives a subscription a new secret; the old one signs beside it until the time returned. Undefined when there is no such subscription. */
+export async function rotateWebhookSecret (db: Db, clock: Clock, id: bigint): Promise<{ secret: string, previousSecretExpiresAt: string } | undefined> {
+  const secret = newWebhookSecret()
+  const previousSecretExpiresAt = new Date(clock.now() + SECRET_OVERLAP_MS).toISOString()
+  return await db.transaction().execute(async (trx) => {
+    const current = await trx.selectFrom('webhooks').select('secret').where('id', '=', id).executeTakeFirst()
+    if (current === undefined) return undefined
+    await trx.updateTable('webhooks')
+      .set({ secret, previous_secret: current.secret, previous_secret_until: previousSecretExpiresAt, updated_at: isoNow(clock) })
+      .where('id', '=', id).execute()
+    return { secret, previousSecretExpiresAt }
+  })
+}
+
+const DELIVERY_COLUMNS = ['id', 'event_id', 'attempt', 'attempted_at', 'response_status', 'error', 'duration_ms'] as const
+
+/** Attempts at a subscription's events, newest first, before `beforeId` when given. */
+export async function findDeliveryPage (db: Db, webhookId: bigint, { beforeId, limit }: { beforeId: bigint | undefined, limit: number }): Promise<{ deliveries: WebhookDelivery[], nextBeforeId: bigint | undefined }> {
+  let query = db.selectFrom('webhook_deliveries').select(DELIVERY_COLUMNS).where('webhook_id', '=', webhookId).orderBy('id', 'desc').limit(limit + 1)
+  if (beforeId !== undefined) query = query.where('id', '<', beforeId)
+  const rows = await query.execute()
+  const more = rows.length > limit
+  if (more) rows.length = limit
+  // SQLite hands integers back as BigInt.
+  const deliveries = rows.map((row) => ({
+    id: row.id,
+    eventId: row.event_id,
+    attempt: Number(row.attempt),
+    attemptedAt: row.attempted_at,
+    responseStatus: row.response_status === null ? null : Number(row.response_status),
+    error: row.error,
+    durationMs: Number(row.duration_ms)
+  }))
+  return { deliveries, nextBeforeId: more ? rows[limit - 1]!.id : undefined }
+}
+
+/** The event of one attempt of a subscription's, if there is such an attempt. */
+export async function findDeliveredEventId (db: Db, webhookId: bigint, deliveryId: bigint): Promise<bigint | undefined> {
+  const row = await db.selectFrom('webhook_deliveries').select('event_id').where('id', '=', deliveryId).where('webhook_id', '=', webhookId).executeTakeFirst()
+  return row?.event_id
+}
+
+/** Asks for one more attempt of an event, made by the dispatcher of any instance. */
+export async function queueRedelivery (db: Db, webhookId: bigint, eventId: bigint): Promise<void> {
+  await db.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' }).execute()
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict'
+import { connect } from 'node:net'
+import { test, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../../src/app.js'
+import type { Clock } from '../../src/clock.js'
+import type { WebhookNetwork } from '../../src/webhooks/webhook-transport.js'
+import { build, checkAnswers, defer, forEachStore, manualClock, openTestStore, TEST_STORES, type TestApp } from '../helper.js'
+import { startReceiver } from './receiver.js'
+
+const ENV = { WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', WEBHOOK_RETRY_SCHEDULE: '100ms' }
+const LEASE_MS = 15_000
+
+/** A network that counts the connections it opens, all to 127.0.0.1. */
+function countingNetwork (): WebhookNetwork & { connections: number } {
+  const network = {
+    connections: 0,
+    resolve: async () => ['127.0.0.1'],
+    dial: (address: string, port: number) => {
+      network.connections++
+      return connect({ host: address, port })
+    }
+  }
+  return network
+}
+
+/** A second instance on the test app's store. */
+async function secondInstance (t: TestContext, first: TestApp, { clock, webhookNetwork }: { clock?: Clock, webhookNetwork?: WebhookNetwork }): Promise<TestApp> {
+  const store = openTestStore(t, first.config.DATABASE_URL, { poolSize: 4, ...(clock !== undefined && { clock }) })
+  const app = await buildApp({ config: first.config, store, clock, webhookNetwork, limits: { webhookPollMs: 20 } })
+  defer(t, () => app.close())
+  checkAnswers(t, app)
+  return { ...first, app, store, db: store.db }
+}
+
+forEachStore((store) => {
+  test('a frozen instance\'s subscription is taken over when its lease runs out, and its late answer records nothing', async (t) => {
+    const clock = manualClock(Date.now())
+    const first = await build(t, { store, env: ENV, clock, limits: { webhookPollMs: 20 } })
+    const receiver = await startReceiver(t)
+    let release: (() => void) | undefined
+    receiver.hold = () => new Promise<void>((resolve) => { release = resolve })
+    const { id } = (await first.app.inject({ method: 'POST', url: '/v1/webhooks', headers: first.auth, payload: { url: receiver.url, events: ['*'] } })).json()
+    await first.app.inject({ method: 'POST', url: '/v1/pets', headers: first.auth, payload: { name: 'Rex', categoryId: 3 } })
+    const second = await secondInstance(t, first, { clock })
+    await receiver.waitFor(1)
+    // Whichever instance took it holds the lease while its receiver hangs; the other waits for the lease to run out.
+    await sleep(200)
+    assert.equal(receiver.received.length, 1, 'no other instance sends while the lease holds')
+    clock.advance(LEASE_MS + 1)
+    const [held, takenOver] = await receiver.waitFor(2)
+    assert.equal(takenOver!.headers['webhook-id'], held!.headers['webhook-id'])
+    release!()
+    await sleep(300)
+    const log = (await second.app.inject({ url: `/v1/webhooks/${id}/deliveries`, headers: first.auth })).json()
+    assert.deepEqual(log.map(({ attempt, responseStatus }: { attempt: number, responseStatus: number }) => ({ attempt, responseStatus })), [{ attempt: 1, responseStatus: 204 }],
+      'only the attempt of the instance holding the lease is logged')
+  })
+})
+
+if (TEST_STORES.some((store) => store.name === 'postgres')) {
+  test('two instances on one PostgreSQL database deliver 1,000 events to each of two subscriptions exactly once', async (t) => {
+    const networks = [countingNetwork(), countingNetwork()]
+    const postgres = TEST_STORES.find((store) => store.name === 'postgres')!
+    const first = await build(t, { store: postgres, env: ENV, limits: { webhookPollMs: 20 }, webhookNetwork: networks[0] })
+    const second = await secondInstance(t, first, { webhookNetwork: networks[1] })
+    const instances = [first, second]
+    const receiver = await startReceiver(t)
+    for (const path of ['a', 'b']) {
+      const response = await first.app.inject({ method: 'POST', url: '/v1/webhooks', headers: first.auth, payload: { url: `${receiver.url}/${path}`, events: ['pet.created'] } })
+      assert.equal(response.statusCode, 201)
+    }
+    const PETS = 1000
+    let next = 0
+    await Promise.all(Array.from({ length: 10 }, async () => {
+      for (let i = next++; i < PETS; i = next++) {
+        const response = await instances[i % 2]!.app.inject({ method: 'POST', url: '/v1/pets', headers: first.auth, payload: { name: `Pet ${i}`, categoryId: 1 } })
+        assert.equal(response.statusCode, 201)
+      }
+    }))
+    await receiver.waitFor(2 * PETS, 60_000)
+    await sleep(500)
+    const ids = receiver.received.map(({ headers }) => String(headers['webhook-id']))
+    assert.equal(ids.length, 2 * PETS, 'no delivery was sent twice')
+    assert.equal(new Set(ids).size, 2 * PETS)
+    assert.ok(networks.every((network) => network.connections > 0), `both instances delivered (connections: ${networks.map((n) => n.connections).join(', ')})`)
+  })
+}

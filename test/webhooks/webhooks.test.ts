@@ -1,0 +1,331 @@
+import assert from 'node:assert/strict'
+import { test, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Webhook } from 'standardwebhooks'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
+import { createMetrics } from '../../src/metrics/metrics.js'
+import { findOldestOwedPosition } from '../../src/webhooks/webhook-queue.js'
+import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, type TestApp, type TestStore } from '../helper.js'
+import { startReceiver, type Received } from './receiver.js'
+
+const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0' }
+
+async function buildWithWebhooks (t: TestContext, store: TestStore, retrySchedule = '100ms,100ms,100ms'): Promise<TestApp> {
+  return await build(t, { store, env: { ...LOCAL, WEBHOOK_RETRY_SCHEDULE: retrySchedule }, limits: { webhookPollMs: 20 } })
+}
+
+async function subscribe (testApp: TestApp, body: object, headers: Record<string, string> = {}) {
+  const response = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: { ...testApp.auth, ...headers }, payload: body })
+  assert.equal(response.statusCode, 201, response.body)
+  return response
+}
+
+async function getWebhook (testApp: TestApp, id: number) {
+  const response = await testApp.app.inject({ url: `/v1/webhooks/${id}`, headers: testApp.auth })
+  assert.equal(response.statusCode, 200, response.body)
+  return response.json()
+}
+
+async function deliveries (testApp: TestApp, id: number): Promise<Array<{ id: number, eventId: number, attempt: number, responseStatus: number | null, error: string | null }>> {
+  const response = await testApp.app.inject({ url: `/v1/webhooks/${id}/deliveries?limit=100`, headers: testApp.auth })
+  assert.equal(response.statusCode, 200, response.body)
+  return response.json()
+}
+
+async function patch (testApp: TestApp, id: number, payload: object) {
+  const response = await testApp.app.inject({ method: 'PATCH', url: `/v1/webhooks/${id}`, headers: testApp.auth, payload })
+  assert.equal(response.statusCode, 200, response.body)
+  return response.json()
+}
+
+async function until (what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!await check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await sleep(20)
+  }
+}
+
+function verify (secret: string, { headers, body }: Received): unknown {
+  return new Webhook(secret).verify(body, headers as Record<string, string>)
+}
+
+forEachStore((store) => {
+  test('a delivery is the event as in the feed, signed so that the standardwebhooks library verifies it', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const receiver = await startReceiver(t)
+    const before = await createPet(testApp, { name: 'Before', categoryId: 1 })
+    const { secret, id } = (await subscribe(testApp, { url: receiver.url, events: ['pet.created'], description: 'stock' })).json()
+    assert.match(secret, /^whsec_[A-Za-z0-9+/]{32}$/)
+    const rex = await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await testApp.app.inject({ method: 'POST', url: '/v1/categories', headers: testApp.auth, payload: { name: 'Dogs' } })
+    const tom = await createPet(testApp, { name: 'Tom', categoryId: 2 })
+
+    const [first, second] = await receiver.waitFor(2)
+    await sleep(200)
+    assert.equal(receiver.received.length, 2, 'only the events of its types, and only those after it was made')
+    const feed = (await testApp.app.inject({ url: '/v1/events?type=pet.created', headers: testApp.auth })).json()
+    assert.deepEqual(feed.map((event: { data: { id: number } }) => event.data.id), [before.id, rex.id, tom.id])
+    assert.deepEqual(JSON.parse(first!.body), feed[1], 'the body is the event as the feed gives it')
+    assert.deepEqual(JSON.parse(second!.body), feed[2])
+    assert.deepEqual(verify(secret, first!), feed[1])
+    assert.deepEqual(verify(secret, second!), feed[2])
+    assert.equal(first!.headers['webhook-id'], `msg_${id}_${feed[1].id}`)
+    assert.equal(first!.headers['content-type'], 'application/json')
+    assert.throws(() => verify('whsec_' + Buffer.alloc(24).toString('base64'), first!), /No matching signature/, 'another secret does not verify it')
+    assert.throws(() => new Webhook(secret).verify(second!.body.replace('Tom', 'Tim'), second!.headers as Record<string, string>), /No matching signature/)
+
+    const log = await deliveries(testApp, id)
+    assert.deepEqual(log.map(({ eventId, attempt, responseStatus, error }) => ({ eventId, attempt, responseStatus, error })), [
+      { eventId: feed[2].id, attempt: 1, responseStatus: 204, error: null },
+      { eventId: feed[1].id, attempt: 1, responseStatus: 204, error: null }
+    ])
+  })
+
+  test('a receiver that fails twice gets the event a third time with the same webhook-id, and the log shows each attempt', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const receiver = await startReceiver(t)
+    receiver.answers.push(500, 503)
+    const { id, secret } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await createPet(testApp, { name: 'Tom', categoryId: 3 })
+    const received = await receiver.waitFor(4)
+    const ids = received.map(({ headers }) => headers['webhook-id'])
+    assert.equal(new Set(ids.slice(0, 3)).size, 1, 'every attempt at one event has its webhook-id')
+    assert.notEqual(ids[3], ids[0], 'the next event comes after, in order')
+    for (const delivery of received) verify(secret, delivery)
+    await until('the last attempt is logged', async () => (await deliveries(testApp, id)).length === 4)
+    const log = (await deliveries(testApp, id)).reverse()
+    assert.deepEqual(log.map(({ attempt, responseStatus, error }) => ({ attempt, responseStatus, error })), [
+      { attempt: 1, responseStatus: 500, error: 'HTTP 500' },
+      { attempt: 2, responseStatus: 503, error: 'HTTP 503' },
+      { attempt: 3, responseStatus: 204, error: null },
+      { attempt: 1, responseStatus: 204, error: null }
+    ])
+    const webhook = await getWebhook(testApp, id)
+    assert.equal(webhook.enabled, true)
+    assert.equal(webhook.lastError, 'HTTP 503')
+  })
+
+  test('410 disables a subscription at once; enabling it again resumes from the first event not delivered', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const receiver = await startReceiver(t)
+    receiver.answers.push(410)
+    const { id } = (await subscribe(testApp, { url: receiver.url, events: ['pet.created'] })).json()
+    const rex = await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await receiver.waitFor(1)
+    await until('it is disabled', async () => (await getWebhook(testApp, id)).enabled === false)
+    const tom = await createPet(testApp, { name: 'Tom', categoryId: 3 })
+    await sleep(200)
+    assert.equal(receiver.received.length, 1, 'nothing is sent to a disabled subscription')
+    const disabled = await getWebhook(testApp, id)
+    assert.equal(disabled.disabledReason, 'The receiver answered 410 Gone')
+    assert.equal(disabled.lastError, 'HTTP 410')
+
+    const enabled = await patch(testApp, id, { enabled: true })
+    assert.equal(enabled.enabled, true)
+    assert.equal(enabled.disabledReason, null)
+    const received = await receiver.waitFor(3)
+    assert.deepEqual(received.map(({ body }) => JSON.parse(body).data.id), [rex.id, rex.id, tom.id])
+  })
+
+  test('when the last retry fails the subscription is disabled with its last error', async (t) => {
+    const testApp = await buildWithWebhooks(t, store, '50ms,50ms')
+    const receiver = await startReceiver(t)
+    receiver.answers.push(500, 502, 500)
+    const { id } = (await subscribe(testApp, { url: receiver.url, events: ['pet.created'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await receiver.waitFor(3)
+    await until('it is disabled', async () => (await getWebhook(testApp, id)).enabled === false)
+    const webhook = await getWebhook(testApp, id)
+    assert.equal(webhook.lastError, 'HTTP 500')
+    assert.match(webhook.disabledReason, /^Every one of 3 attempts at event failed; the last: HTTP 500$/)
+    await patch(testApp, id, { enabled: true })
+    await receiver.waitFor(4)
+    await until('the event is delivered', async () => (await deliveries(testApp, id))[0]?.responseStatus === 204)
+  })
+
+  test('a receiver that does not answer fails the attempt after the timeout, and a refused connection is logged', async (t) => {
+    const testApp = await build(t, { store, env: { ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '1d' }, limits: { webhookPollMs: 20, webhookTimeoutMs: 300 } })
+    const { createServer } = await import('node:net')
+    const silent = createServer(() => {}).listen(0, '127.0.0.1')
+    t.after(() => { silent.close() })
+    await new Promise((resolve) => silent.once('listening', resolve))
+    const port = (silent.address() as { port: number }).port
+    const { id: hung } = (await subscribe(testApp, { url: `http://127.0.0.1:${port}/hook`, events: ['*'] })).json()
+    const closed = await startReceiver(t)
+    const { id: refused } = (await subscribe(testApp, { url: closed.url, events: ['*'] })).json()
+    await closed.close()
+    const started = Date.now()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await until('both attempts are logged', async () => (await deliveries(testApp, hung)).length === 1 && (await deliveries(testApp, refused)).length === 1)
+    assert.ok(Date.now() - started < 5000)
+    assert.equal((await deliveries(testApp, hung))[0]!.error, 'no answer within the timeout')
+    assert.match((await deliveries(testApp, refused))[0]!.error!, /ECONNREFUSED/)
+  })
+
+  test('a rotated secret signs beside the new one for 24 hours', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const receiver = await startReceiver(t)
+    const { id, secret: oldSecret } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+    const rotated = await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/rotate-secret`, headers: testApp.auth })
+    assert.equal(rotated.statusCode, 200, rotated.body)
+    const { secret: newSecret, previousSecretExpiresAt } = rotated.json()
+    assert.notEqual(newSecret, oldSecret)
+    const overlap = Date.parse(previousSecretExpiresAt) - Date.now()
+    assert.ok(overlap > 23.9 * 3600_000 && overlap <= 24 * 3600_000, previousSecretExpiresAt)
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    const [delivery] = await receiver.waitFor(1)
+    assert.equal(String(delivery!.headers['webhook-signature']).split(' ').length, 2)
+    verify(newSecret, delivery!)
+    verify(oldSecret, delivery!)
+  })
+
+  test('subscriptions: list, fetch, change, delete, idempotent creates, validation and scopes', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const body = { url: 'https://hooks.example.com/a', events: ['order.placed', 'order.cancelled'] }
+    const first = await subscribe(testApp, body, { 'idempotency-key': 'hook-1' })
+    const replay = await subscribe(testApp, body, { 'idempotency-key': 'hook-1' })
+    assert.equal(replay.body, first.body, 'a retried registration gets the same subscription and secret')
+    assert.equal(replay.headers['idempotent-replayed'], 'true')
+    const created = first.json()
+    assert.equal(first.headers.location, `/v1/webhooks/${created.id}`)
+    assert.deepEqual({ ...created, secret: undefined, createdAt: undefined }, {
+      id: created.id, url: body.url, events: body.events, description: null, enabled: true, disabledReason: null, lastError: null, secret: undefined, createdAt: undefined
+    })
+    const reused = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: { ...testApp.auth, 'idempotency-key': 'hook-1' }, payload: { ...body, events: ['*'] } })
+    assert.equal(errorOf(reused).code, 'idempotency_key_reused')
+    const second = (await subscribe(testApp, { url: 'https://hooks.example.com/b', events: ['*', 'pet.created'] })).json()
+    assert.deepEqual(second.events, ['*'])
+
+    const page = await testApp.app.inject({ url: '/v1/webhooks?limit=1', headers: testApp.auth })
+    assert.equal(page.json().length, 1)
+    assert.equal(page.json()[0].secret, undefined, 'a secret is never read back')
+    const next = await testApp.app.inject({ url: nextLink(page.headers.link)!, headers: testApp.auth })
+    assert.deepEqual(next.json().map((hook: { id: number }) => hook.id), [second.id])
+
+    const changed = await patch(testApp, created.id, { url: 'https://hooks.example.com/c', events: ['pet.created'], description: 'moved', enabled: false })
+    assert.deepEqual({ url: changed.url, events: changed.events, description: changed.description, enabled: changed.enabled },
+      { url: 'https://hooks.example.com/c', events: ['pet.created'], description: 'moved', enabled: false })
+    assert.deepEqual(await getWebhook(testApp, created.id), changed)
+
+    for (const [payload, status, code] of [
+      [{}, 400, 'validation_failed'],
+      [{ url: 'ftp://hooks.example.com/' }, 422, 'webhook_url_refused'],
+      [{ events: [] }, 400, 'validation_failed'],
+      [{ events: ['pet.deleted'] }, 400, 'validation_failed'],
+      [{ enabled: 'yes' }, 400, 'validation_failed']
+    ] as const) {
+      const response = await testApp.app.inject({ method: 'PATCH', url: `/v1/webhooks/${created.id}`, headers: testApp.auth, payload })
+      assert.equal(response.statusCode, status, JSON.stringify(payload))
+      assert.equal(errorOf(response).code, code)
+    }
+    for (const [payload, status] of [
+      [{ url: 'https://hooks.example.com/', events: ['pet.created'], secret: 'mine' }, 400],
+      [{ url: 'https://hooks.example.com/', events: ['pet.created', 'pet.created'] }, 400],
+      [{ url: 'https://hooks.example.com/' }, 400],
+      [{ url: `https://hooks.example.com/${'x'.repeat(2100)}`, events: ['*'] }, 400],
+      [{ url: 'not a url', events: ['*'] }, 422],
+      [{ url: 'https://user:pass@hooks.example.com/', events: ['*'] }, 422]
+    ] as const) {
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload })
+      assert.equal(response.statusCode, status, JSON.stringify(payload))
+    }
+
+    const { key: readOnly } = await createKey(testApp.db, 'reader', { scopes: 'webhooks:read' })
+    const reader = { authorization: `Bearer ${readOnly}` }
+    assert.equal((await testApp.app.inject({ url: '/v1/webhooks', headers: reader })).statusCode, 200)
+    const refused = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: reader, payload: body })
+    assert.equal(errorOf(refused).code, 'insufficient_scope')
+    assert.match(errorOf(refused).message, /webhooks:write/)
+    const { key: petsOnly } = await createKey(testApp.db, 'pets', { scopes: 'pets:read pets:write' })
+    assert.equal((await testApp.app.inject({ url: `/v1/webhooks/${created.id}/deliveries`, headers: { authorization: `Bearer ${petsOnly}` } })).statusCode, 403)
+
+    const deleted = await testApp.app.inject({ method: 'DELETE', url: `/v1/webhooks/${created.id}`, headers: testApp.auth })
+    assert.equal(deleted.statusCode, 204)
+    assert.equal(deleted.body, '')
+    for (const [method, url] of [['GET', ''], ['DELETE', ''], ['PATCH', ''], ['POST', '/rotate-secret'], ['GET', '/deliveries']] as const) {
+      const response = await testApp.app.inject({ method, url: `/v1/webhooks/${created.id}${url}`, headers: testApp.auth, ...(method === 'PATCH' && { payload: { enabled: true } }) })
+      assert.equal(response.statusCode, 404, `${method} ${url}`)
+      assert.equal(errorOf(response).message, `No webhook with id ${created.id}`)
+    }
+  })
+
+  test('retrying a delivery sends its event once more with the same webhook-id, and logs the attempt', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const receiver = await startReceiver(t)
+    const { id } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await receiver.waitFor(1)
+    await until('the attempt is logged', async () => (await deliveries(testApp, id)).length === 1)
+    const [delivery] = await deliveries(testApp, id)
+    const retry = await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/deliveries/${delivery!.id}/retry`, headers: testApp.auth })
+    assert.equal(retry.statusCode, 202, retry.body)
+    assert.deepEqual(retry.json(), { webhookId: id, eventId: delivery!.eventId })
+    const [first, again] = await receiver.waitFor(2)
+    assert.equal(again!.headers['webhook-id'], first!.headers['webhook-id'])
+    assert.equal(again!.body, first!.body)
+    await until('the retry is logged', async () => (await deliveries(testApp, id)).length === 2)
+    assert.deepEqual((await deliveries(testApp, id)).map(({ attempt }) => attempt), [2, 1])
+
+    const unknown = await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/deliveries/999/retry`, headers: testApp.auth })
+    assert.equal(errorOf(unknown).message, `No delivery with id 999 of webhook ${id}`)
+  })
+})
+
+test('webhook metrics: attempts by outcome, latency from the change to the 2xx, and the queue depth', async (t) => {
+  const metrics = createMetrics()
+  const { store, db, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '100ms,1d' }), store, metrics, limits: { webhookPollMs: 20 } })
+  defer(t, () => app.close())
+  checkAnswers(t, app)
+  const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+  const receiver = await startReceiver(t)
+  receiver.answers.push(500)
+  await app.inject({ method: 'POST', url: '/v1/webhooks', headers, payload: { url: receiver.url, events: ['*'] } })
+  // Disabled at once: its events wait in the queue.
+  const paused = (await app.inject({ method: 'POST', url: '/v1/webhooks', headers, payload: { url: receiver.url, events: ['*'] } })).json()
+  await app.inject({ method: 'PATCH', url: `/v1/webhooks/${paused.id}`, headers, payload: { enabled: false } })
+  await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 3 } })
+  await receiver.waitFor(2)
+  await app.inject({ method: 'PATCH', url: `/v1/webhooks/${paused.id}`, headers, payload: { enabled: true } })
+  await receiver.waitFor(3)
+  await app.inject({ method: 'PATCH', url: `/v1/webhooks/${paused.id}`, headers, payload: { enabled: false } })
+  await app.inject({ method: 'POST', url: '/v1/categories', headers, payload: { name: 'Dogs' } })
+  await receiver.waitFor(4)
+  await sleep(100)
+
+  const text = await metrics.registry.metrics()
+  assert.match(text, /petstore_webhook_deliveries_total\{outcome="failed"\} 1/)
+  assert.match(text, /petstore_webhook_deliveries_total\{outcome="delivered"\} 3/)
+  assert.match(text, /petstore_webhook_delivery_latency_seconds_count 3/)
+  assert.match(text, /petstore_webhook_delivery_latency_seconds_bucket\{le="\+Inf"\} 3/)
+  assert.match(text, /petstore_webhook_queue_depth 0/, 'a disabled subscription owes nothing')
+  await app.inject({ method: 'PATCH', url: `/v1/webhooks/${paused.id}`, headers, payload: { url: 'http://127.0.0.1:9/closed', enabled: true } })
+  await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Tom', categoryId: 3 } })
+  await sleep(200)
+  assert.match(await metrics.registry.metrics(), /petstore_webhook_queue_depth 2/, 'the category and Tom wait for the closed port')
+})
+
+forEachStore((store) => {
+  test('the event log keeps the events an enabled subscription still owes past their retention, and no more', async (t) => {
+    const clock = manualClock(Date.now())
+    const testApp = await build(t, { store, env: { ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '1d' }, clock, limits: { webhookPollMs: 20 } })
+    const receiver = await startReceiver(t)
+    receiver.answers.push(503)
+    await createPet(testApp, { name: 'Before', categoryId: 1 })
+    const { id } = (await subscribe(testApp, { url: receiver.url, events: ['pet.created'] })).json()
+    const owed = await createPet(testApp, { name: 'Owed', categoryId: 1 })
+    await receiver.waitFor(1)
+    await until('the failure is logged', async () => (await deliveries(testApp, id)).length === 1)
+    clock.advance(31 * 24 * 3600_000)
+    const prune = async () => await pruneExpiredEvents(testApp.db, clock, 30, await findOldestOwedPosition(testApp.db))
+    assert.equal(await prune(), 1, 'only the event before the subscription is deleted')
+    const kept = (await testApp.app.inject({ url: '/v1/events', headers: testApp.auth })).json()
+    assert.deepEqual(kept.map((event: { data: { id: number } }) => event.data.id), [owed.id])
+    await patch(testApp, id, { enabled: false })
+    assert.equal(await prune(), 1, 'a disabled subscription holds nothing')
+  })
+})
