@@ -2,28 +2,20 @@
 // Settings: BENCH_PETS (10000; with more, both sizes run), BENCH_ROUNDS (5), BENCH_SECONDS (3).
 // Five rounds: a shared machine's speed swings within seconds, and the median of five adjacent
 // service/bare pairs holds steadier than that of three.
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { randomBytes, randomUUID } from 'node:crypto'
-import { once } from 'node:events'
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { get, type ClientRequest } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import autocannon from 'autocannon'
-import pg from 'pg'
+import { benchIdleStreams, IDLE_SECONDS, IDLE_STREAMS } from './idle-streams.js'
+import { CLI, createKey, createStore, DEFAULTS_ON, median, POSTGRES, run, startProcess, startService, stop } from './service.js'
+import { benchWebhookLatency, describeWebhookLatency } from './webhook-latency.js'
 
-const POSTGRES = process.argv.includes('--postgres')
 const PETS = Number(process.env.BENCH_PETS ?? 10_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
 const CONNECTIONS = 50
 const STATUSES = ['available', 'pending', 'sold'] as const
-const CLI = 'dist/petstore.mjs'
-// The service as `npm start` and the `petstore` command start it: the bundle, through its #! line.
-const SERVICE = [CLI, 'serve']
-// Defaults on, as deployed: rate limiting (at a limit no run reaches, so nothing is refused) and metrics.
-const DEFAULTS_ON = { RATE_LIMIT_PER_MINUTE: '1000000000', METRICS_PORT: '0' }
 // The variants run beside the defaults, to show what a setting costs: limits and metrics both off (an
 // empty variable counts as unset), and a JSON log line per request (LOG_REQUESTS; off where stdout is
 // not a terminal, as here).
@@ -38,75 +30,16 @@ interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: 
 interface Run { requestsPerSecond: number, p50: number, p99: number }
 interface Series { service: Run[], bare: Run[] }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-const run = promisify(execFile)
-
-async function createStore (dir: string): Promise<{ databaseUrl: string, drop: () => Promise<void> }> {
-  if (!POSTGRES) return { databaseUrl: `sqlite:${join(dir, 'bench.db')}`, drop: async () => {} }
-  const adminUrl = process.env.TEST_DATABASE_URL
-  if (!adminUrl) throw new Error('--postgres needs TEST_DATABASE_URL')
-  const name = `petstore_bench_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Pool({ connectionString: adminUrl, max: 1 })
-  await admin.query(`create database ${name}`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  return {
-    databaseUrl: url.toString(),
-    drop: async () => {
-      await admin.query(`drop database if exists ${name} with (force)`)
-      await admin.end()
-    }
-  }
-}
-
-/** Seeds the store with the product's own CLI, as an operator would, and returns the key it made. */
+/** Seeds the store with the product's own CLI, as an operator would, and returns the Authorization header of the key it made. */
 async function seed (databaseUrl: string, dir: string, count: number): Promise<string> {
   const env = { ...process.env, DATABASE_URL: databaseUrl }
-  const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'bench'], { env })
-  const key = stdout.trim().split('\n').at(-1)!
+  const authorization = await createKey(databaseUrl, 'bench')
   const file = join(dir, 'pets.json')
   const pets = Array.from({ length: count }, (_, i) => JSON.stringify({ name: `Pet ${i}`, categoryId: 1 + (i % 50), status: STATUSES[i % 3] }))
   writeFileSync(file, `[\n${pets.join(',\n')}\n]\n`)
   // The import also refreshes the planner's statistics, as a store in use has them.
   await run(process.execPath, [CLI, 'pets', 'import', file, '--batch-size', '5000'], { env })
-  return key
-}
-
-/**
- * Starts a process with its stdout going to a file, as a deployment's log collector takes it, rather
- * than to this process, which is busy loading: a pipe it drained late made each log line cost the
- * service far more than it does.
- */
-async function startProcess (command: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess, match: RegExpExecArray }> {
-  const logDir = mkdtempSync(join(tmpdir(), 'petstore-bench-log-'))
-  const logFile = join(logDir, 'stdout.log')
-  const stdout = openSync(logFile, 'w')
-  const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] })
-  closeSync(stdout)
-  child.on('exit', () => rmSync(logDir, { recursive: true, force: true }))
-  for (;;) {
-    // Its stderr is this process's: what made it exit is on the terminal.
-    if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode}`)
-    const match = ready.exec(readFileSync(logFile, 'utf8'))
-    if (match) return { child, match }
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
-/** Starts the service on the store and waits for its first 200; resolves its URL. */
-async function startService (databaseUrl: string, env: Record<string, string>): Promise<{ child: ChildProcess, url: string }> {
-  // With METRICS_PORT set, ready means the metrics server listens too (it starts after the API).
-  const ready = env.METRICS_PORT ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*metrics served at/ : /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
-  const { child, match } = await startProcess(SERVICE, { DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, ready)
-  const url = match[1]!
-  while ((await fetch(`${url}/healthz`).catch(() => undefined))?.status !== 200) await new Promise((resolve) => setTimeout(resolve, 5))
-  return { child, url }
-}
-
-async function stop (child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  child.kill('SIGTERM')
-  await once(child, 'exit')
+  return authorization
 }
 
 async function load (baseUrl: string, scenario: Scenario, authorization: string, seconds = SECONDS): Promise<Run> {
@@ -135,8 +68,7 @@ async function benchSize (count: number) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
   const store = await createStore(dir)
   try {
-    const key = await seed(store.databaseUrl, dir, count)
-    const authorization = `Bearer ${key}`
+    const authorization = await seed(store.databaseUrl, dir, count)
     const started = performance.now()
     const on = await startService(store.databaseUrl, DEFAULTS_ON)
     const startupMs = performance.now() - started
@@ -214,65 +146,11 @@ async function benchSize (count: number) {
   }
 }
 
-function rssMbOf (pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((row) => row.startsWith('VmRSS:'))!
-  return Number(line.replace(/\D+/g, '')) / 1024
-}
-
-/** The share of one core a process used over `seconds`, from its user and system time in /proc. */
-async function coreShare (pid: number, seconds: number): Promise<number> {
-  // utime and stime, in clock ticks of 1/100 s, after the command name (which may hold spaces).
-  const cpuTicks = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((sum, ticks) => sum + Number(ticks), 0)
-  const before = cpuTicks()
-  await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
-  return (cpuTicks() - before) / 100 / seconds
-}
-
-const IDLE_STREAMS = 1000
-const IDLE_SECONDS = 10
-
-/** What open event streams cost an instance between events: memory, and CPU (polling, heartbeats, key checks). */
-async function benchIdleStreams () {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
-  const store = await createStore(dir)
-  const streams: ClientRequest[] = []
-  try {
-    const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'streams'], { env: { ...process.env, DATABASE_URL: store.databaseUrl } })
-    const authorization = `Bearer ${stdout.trim().split('\n').at(-1)!}`
-    const service = await startService(store.databaseUrl, { ...DEFAULTS_ON, MAX_STREAMS_PER_KEY: String(IDLE_STREAMS), CONNECTIONS_PER_ADDRESS: String(2 * IDLE_STREAMS) })
-    const pid = service.child.pid!
-    await new Promise((resolve) => setTimeout(resolve, 1000))
-    const withoutCpu = await coreShare(pid, IDLE_SECONDS)
-    const withoutMb = rssMbOf(pid)
-    for (let i = 0; i < IDLE_STREAMS; i++) {
-      const opened = new Promise<void>((resolve, reject) => {
-        const request = get(`${service.url}/v1/events/stream`, { headers: { authorization }, agent: false }, (response) => {
-          if (response.statusCode !== 200) reject(new Error(`stream ${i}: ${response.statusCode}`))
-          response.resume()
-          resolve()
-        })
-        request.on('error', reject)
-        streams.push(request)
-      })
-      await opened
-    }
-    await new Promise((resolve) => setTimeout(resolve, 1000))
-    const withCpu = await coreShare(pid, IDLE_SECONDS)
-    const withMb = rssMbOf(pid)
-    for (const request of streams) request.destroy()
-    await stop(service.child)
-    return { withoutMb, withMb, withoutCpu, withCpu }
-  } finally {
-    for (const request of streams) request.destroy()
-    await store.drop()
-    rmSync(dir, { recursive: true, force: true })
-  }
-}
-
 const sizes = PETS === 10_000 ? [10_000] : [10_000, PETS]
 const results: Array<Awaited<ReturnType<typeof benchSize>>> = []
 for (const size of sizes) results.push(await benchSize(size))
 const idle = await benchIdleStreams()
+const webhooks = await benchWebhookLatency()
 
 console.log(`\npetstore benchmark: ${POSTGRES ? 'PostgreSQL' : 'SQLite'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, A/B against a bare node:http server`)
 console.log(`Service defaults on (rate limiting at ${DEFAULTS_ON.RATE_LIMIT_PER_MINUTE}/min, METRICS_PORT set) unless the row says off.`)
@@ -292,6 +170,7 @@ for (const { count, startupMs, rssMb, strictRssMb, rows, costs } of results) {
 }
 console.log(`\n${IDLE_STREAMS.toLocaleString('en')} idle event streams: RSS ${idle.withoutMb.toFixed(0)} MB -> ${idle.withMb.toFixed(0)} MB ` +
   `(+${(idle.withMb - idle.withoutMb).toFixed(0)} MB); CPU over ${IDLE_SECONDS} s: ${(100 * idle.withoutCpu).toFixed(2)}% of a core without streams, ${(100 * idle.withCpu).toFixed(2)}% with them`)
+console.log(describeWebhookLatency(webhooks))
 if (results.length === 2) {
   const p50 = (index: number) => median(results[index]!.rows.get('listPets')!.service.map((run) => run.p50))
   console.log(`listPets p50: ${p50(0)} ms at 10,000 pets, ${p50(1)} ms at ${PETS.toLocaleString('en')}: ratio ${(p50(1) / Math.max(p50(0), 0.001)).toFixed(2)}`)

@@ -10,6 +10,7 @@ import { namedSchemaComponents, referenceNamed } from '../openapi/named-schemas.
 import { declareMethodNotAllowed, describeHeadOperations } from '../openapi/other-methods.js'
 import { declareHeaders, GENERAL_HEADERS, HEADER_COMPONENTS } from '../openapi/response-headers.js'
 import { shareErrorResponses, shareParameters } from '../openapi/shared-components.js'
+import { WEBHOOK_DELIVERY_DOCUMENT } from '../webhooks/webhook-delivery-document.js'
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -83,6 +84,10 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
         { name: 'pets', description: 'Animals for sale' },
         { name: 'categories', description: '**Beta**: the categories that animals\' `categoryId` names. They change only with 30 days\' notice.' },
         { name: 'events', description: '**Beta**: the event log, every change to a pet, a category or an order. It changes only with 30 days\' notice.' },
+        {
+          name: 'webhooks',
+          description: '**Beta**: subscriptions that have events POSTed to a URL, signed after Standard Webhooks. They change only with 30 days\' notice.'
+        },
         { name: 'store', description: '**Experimental**: orders that move a pet from `available` to `pending` to `sold`. They may change without a new API version.' }
       ],
       components: {
@@ -112,7 +117,7 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
         parameters: shareParameters(paths),
         headers: HEADER_COMPONENTS
       }
-      return { ...document, components, paths } as ReturnType<SwaggerTransformObject>
+      return { ...document, components, paths, webhooks: WEBHOOK_DELIVERY_DOCUMENT } as ReturnType<SwaggerTransformObject>
     }
   })
 

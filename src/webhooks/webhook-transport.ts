@@ -91,6 +91,8 @@ export class WebhookTransport {
     const durationMs = () => Math.round(performance.now() - started)
     const timeout = AbortSignal.timeout(this.options.timeoutMs)
     const secure = url.protocol === 'https:'
+    // A URL registered while private addresses were allowed (development) is held to the rules now in force.
+    if (!secure && !this.options.allowPrivate) return { error: 'http is refused: webhooks use https (WEBHOOK_ALLOW_PRIVATE is off)', durationMs: 0 }
     const send = secure ? httpsRequest : httpRequest
     return await new Promise<DeliveryAnswer>((resolve) => {
       const request = send(url, {

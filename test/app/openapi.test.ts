@@ -46,6 +46,9 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
     'RetryQueued', 'RotatedSecret', 'Webhook', 'WebhookChanges', 'WebhookDelivery'
   ])
   assert.equal(doc.paths['/webhooks/{webhookId}'].delete.responses[204].content, undefined, 'a 204 has no body')
+  const delivery = doc.webhooks.event.post
+  assert.deepEqual(delivery.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/Event' }, 'the request a receiver gets is described')
+  assert.deepEqual(delivery.parameters.map((p: { name: string }) => p.name), ['webhook-id', 'webhook-timestamp', 'webhook-signature'])
   assert.deepEqual(doc.paths['/pets'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewPet' })
   assert.equal(doc.paths['/pets'].get.responses[200].content['application/json'].schema.items.$ref, '#/components/schemas/Pet')
   assert.deepEqual(doc.paths['/pets'].get.responses[401], { $ref: '#/components/responses/Unauthorized' })

@@ -10,7 +10,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const noBrowser = !existsSync(CHROMIUM) && process.env.BROWSER_TEST_REQUIRED === undefined
 const SCREENSHOT = 'test-results/docs.png'
 
-test('a real browser renders /docs from /v1/openapi.json: the operations, the named schemas, getPet deprecated, orders experimental, categories and events beta, offline', {
+test('a real browser renders /docs from /v1/openapi.json: the operations, the named schemas, getPet deprecated, orders experimental, categories, events and webhooks beta, offline', {
   skip: noBrowser ? `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false,
   timeout: 60_000
 }, async (t) => {
@@ -47,7 +47,10 @@ test('a real browser renders /docs from /v1/openapi.json: the operations, the na
   assert.match(await getPet.innerText(), /removed on 5 December 2030/)
   assert.equal(await page.locator('.opblock-deprecated').count(), 2, 'only getPet (and its HEAD) is deprecated')
   const schemas = await page.locator('section.models .json-schema-2020-12__title').allInnerTexts()
-  assert.deepEqual(schemas.sort(), ['Category', 'Error', 'Event', 'NewCategory', 'NewOrder', 'NewPet', 'Order', 'OrderStatus', 'Pet', 'PetStatus'], 'the named schemas are shown')
+  assert.deepEqual(schemas.sort(), [
+    'Category', 'CreatedWebhook', 'Error', 'Event', 'NewCategory', 'NewOrder', 'NewPet', 'NewWebhook', 'Order', 'OrderStatus', 'Pet', 'PetStatus',
+    'RetryQueued', 'RotatedSecret', 'Webhook', 'WebhookChanges', 'WebhookDelivery'
+  ], 'the named schemas are shown')
   assert.equal(await page.locator('.btn.authorize').count(), 1, 'the bearer scheme offers Authorize')
   for (const operation of ['createOrder', 'listOrders', 'getOrder', 'updateOrderStatus']) {
     const block = page.locator(`#operations-store-${operation}`)
@@ -59,6 +62,10 @@ test('a real browser renders /docs from /v1/openapi.json: the operations, the na
   }
   assert.match(await page.locator('#operations-tag-categories').innerText(), /Beta/)
   assert.match(await page.locator('#operations-events-listEvents').innerText(), /\(beta\)/, 'listEvents is marked beta')
+  for (const operation of ['createWebhook', 'listWebhooks', 'getWebhook', 'updateWebhook', 'deleteWebhook', 'rotateWebhookSecret', 'listWebhookDeliveries', 'retryWebhookDelivery']) {
+    assert.match(await page.locator(`#operations-webhooks-${operation}`).innerText(), /\(beta\)/, `${operation} is marked beta`)
+  }
+  assert.match(await page.locator('#operations-tag-webhooks').innerText(), /Beta/)
   assert.match(await page.locator('.information-container').innerText(), /pet_not_available/, 'the error table is shown')
 
   // An operation opened: its example body and responses are shown.

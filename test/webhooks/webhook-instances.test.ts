@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type Limits } from '../../src/app.js'
 import type { Clock } from '../../src/clock.js'
 import type { WebhookNetwork } from '../../src/webhooks/webhook-transport.js'
 import { build, checkAnswers, defer, forEachStore, manualClock, openTestStore, TEST_STORES, type TestApp } from '../helper.js'
@@ -25,9 +25,9 @@ function countingNetwork (): WebhookNetwork & { connections: number } {
 }
 
 /** A second instance on the test app's store. */
-async function secondInstance (t: TestContext, first: TestApp, { clock, webhookNetwork }: { clock?: Clock, webhookNetwork?: WebhookNetwork }): Promise<TestApp> {
+async function secondInstance (t: TestContext, first: TestApp, { clock, webhookNetwork, limits }: { clock?: Clock, webhookNetwork?: WebhookNetwork, limits?: Partial<Limits> }): Promise<TestApp> {
   const store = openTestStore(t, first.config.DATABASE_URL, { poolSize: 4, ...(clock !== undefined && { clock }) })
-  const app = await buildApp({ config: first.config, store, clock, webhookNetwork, limits: { webhookPollMs: 20 } })
+  const app = await buildApp({ config: first.config, store, clock, webhookNetwork, limits: { webhookPollMs: 20, ...limits } })
   defer(t, () => app.close())
   checkAnswers(t, app)
   return { ...first, app, store, db: store.db }
@@ -62,8 +62,10 @@ if (TEST_STORES.some((store) => store.name === 'postgres')) {
   test('two instances on one PostgreSQL database deliver 1,000 events to each of two subscriptions exactly once', async (t) => {
     const networks = [countingNetwork(), countingNetwork()]
     const postgres = TEST_STORES.find((store) => store.name === 'postgres')!
-    const first = await build(t, { store: postgres, env: ENV, limits: { webhookPollMs: 20 }, webhookNetwork: networks[0] })
-    const second = await secondInstance(t, first, { webhookNetwork: networks[1] })
+    // One subscription at a time per instance: while one instance works a subscription, the other takes the other.
+    const limits = { webhookPollMs: 20, webhookConcurrency: 1 }
+    const first = await build(t, { store: postgres, env: ENV, limits, webhookNetwork: networks[0] })
+    const second = await secondInstance(t, first, { webhookNetwork: networks[1], limits })
     const instances = [first, second]
     const receiver = await startReceiver(t)
     for (const path of ['a', 'b']) {
@@ -83,6 +85,7 @@ if (TEST_STORES.some((store) => store.name === 'postgres')) {
     const ids = receiver.received.map(({ headers }) => String(headers['webhook-id']))
     assert.equal(ids.length, 2 * PETS, 'no delivery was sent twice')
     assert.equal(new Set(ids).size, 2 * PETS)
+    t.diagnostic(`connections opened by each instance: ${networks.map((network) => network.connections).join(', ')}`)
     assert.ok(networks.every((network) => network.connections > 0), `both instances delivered (connections: ${networks.map((n) => n.connections).join(', ')})`)
   })
 }

@@ -4,6 +4,8 @@ import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generate } from 'selfsigned'
 import { Webhook } from 'standardwebhooks'
+import { systemClock } from '../../src/clock.js'
+import { createWebhook } from '../../src/webhooks/webhook.repository.js'
 import type { WebhookNetwork } from '../../src/webhooks/webhook-transport.js'
 import { build, createPet, errorOf, type TestApp } from '../helper.js'
 import { startReceiver } from './receiver.js'
@@ -125,4 +127,19 @@ test('the test certificate authority is trusted by that network only: without it
   }
   assert.match(log[0]?.error ?? '', /certificate/i)
   assert.equal(receiver.received.length, 0)
+})
+
+test('a subscription to an http URL, made while private addresses were allowed, gets nothing once they are not', async (t) => {
+  const receiver = await startReceiver(t)
+  const network = fakeNetwork(new Map([['hooks.example.test', [PUBLIC_ADDRESS]]]), () => receiver.port)
+  const testApp = await appOn(t, network)
+  const { webhook } = await createWebhook(testApp.db, systemClock, { url: `http://hooks.example.test:${receiver.port}/hook`, events: ['*'] }) as { webhook: { id: bigint } }
+  await createPet(testApp, { name: 'Rex', categoryId: 3 })
+  let log: Array<{ error: string | null }> = []
+  for (let i = 0; i < 250 && log.length === 0; i++) {
+    await sleep(20)
+    log = (await testApp.app.inject({ url: `/v1/webhooks/${webhook.id}/deliveries`, headers: testApp.auth })).json()
+  }
+  assert.equal(log[0]?.error, 'http is refused: webhooks use https (WEBHOOK_ALLOW_PRIVATE is off)')
+  assert.deepEqual(network.dialled, [])
 })
