@@ -89,3 +89,38 @@ if (TEST_STORES.some((store) => store.name === 'postgres')) {
     assert.ok(networks.every((network) => network.connections > 0), `both instances delivered (connections: ${networks.map((n) => n.connections).join(', ')})`)
   })
 }
+
+test('closing an instance abandons its delivery in flight at once and releases the subscription, which another instance then delivers', async (t) => {
+  const first = await build(t, { env: ENV, limits: { webhookPollMs: 20 } })
+  const receiver = await startReceiver(t)
+  receiver.hold = () => new Promise<void>(() => {}) // never answers the first request
+  await first.app.inject({ method: 'POST', url: '/v1/webhooks', headers: first.auth, payload: { url: receiver.url, events: ['*'] } })
+  await first.app.inject({ method: 'POST', url: '/v1/pets', headers: first.auth, payload: { name: 'Rex', categoryId: 3 } })
+  await receiver.waitFor(1)
+  const closing = Date.now()
+  await first.app.close()
+  assert.ok(Date.now() - closing < 1000, `closed in ${Date.now() - closing} ms`)
+  await secondInstance(t, first, {})
+  const [abandoned, again] = await receiver.waitFor(2, 5000)
+  assert.equal(again!.headers['webhook-id'], abandoned!.headers['webhook-id'], 'sent again at once, not after the lease ran out')
+})
+
+test('a receiver that hangs holds up neither the API nor other subscriptions', async (t) => {
+  const testApp = await build(t, { env: ENV, limits: { webhookPollMs: 20 } })
+  const hung = await startReceiver(t)
+  hung.hold = () => new Promise<void>(() => {})
+  const healthy = await startReceiver(t)
+  for (const receiver of [hung, healthy]) {
+    await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url: receiver.url, events: ['*'] } })
+  }
+  await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 3 } })
+  await hung.waitFor(1)
+  const started = Date.now()
+  for (let i = 0; i < 20; i++) {
+    const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: `Pet ${i}`, categoryId: 3 } })
+    assert.equal(response.statusCode, 201)
+  }
+  await healthy.waitFor(21, 5000)
+  assert.ok(Date.now() - started < 5000, 'the healthy receiver got every event while the other hung')
+  assert.equal(hung.received.length, 1, 'the hung subscription waits for its one attempt')
+})
