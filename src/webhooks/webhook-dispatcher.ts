@@ -23,8 +23,9 @@ export interface WebhookDispatcherOptions {
   retrySchedule: readonly number[]
 }
 
-// Events read per lease; the lease is extended at each delivery.
-const BATCH = 100
+// Events read at a time; the subscription is read again before each batch, so a change of its URL,
+// types or secret applies within this many deliveries.
+const BATCH = 20
 
 /**
  * Delivers events to subscriptions from the store, where the queue is: each subscription's position
@@ -38,7 +39,7 @@ export class WebhookDispatcher {
   readonly #closing = new AbortController()
   readonly #token = randomUUID()
   #timer: NodeJS.Timeout | undefined
-  #polling = false
+  #leasing: Promise<void> | undefined
 
   constructor (
     private readonly db: Db,
@@ -50,21 +51,21 @@ export class WebhookDispatcher {
   ) {}
 
   start (): void {
-    this.#timer = setInterval(() => { this.poll() }, this.options.pollMs).unref()
+    this.#timer = setInterval(() => { this.#poll() }, this.options.pollMs).unref()
   }
 
   /** Stops taking work and aborts the deliveries in flight; their subscriptions are released to be sent again. */
   async stop (): Promise<void> {
     clearInterval(this.#timer)
     this.#closing.abort()
+    await this.#leasing
     while (this.#working.size > 0) await Promise.allSettled([...this.#working])
     this.transport.close()
   }
 
-  poll (): void {
-    if (this.#polling || this.#closing.signal.aborted) return
-    this.#polling = true
-    this.#leaseWork().catch(this.onError).finally(() => { this.#polling = false })
+  #poll (): void {
+    if (this.#leasing !== undefined || this.#closing.signal.aborted) return
+    this.#leasing = this.#leaseWork().catch(this.onError).finally(() => { this.#leasing = undefined })
   }
 
   async #leaseWork (): Promise<void> {
@@ -86,7 +87,7 @@ export class WebhookDispatcher {
     const tracked = work.catch(this.onError).finally(() => {
       this.#working.delete(tracked)
       // A slot is free: more may be due without waiting for the next tick.
-      this.poll()
+      this.#poll()
     })
     this.#working.add(tracked)
   }
@@ -116,18 +117,19 @@ export class WebhookDispatcher {
       await releaseWebhook(this.db, webhook.id, this.#token)
       return false
     }
-    const record = this.#record(event.id, attempt, answer)
-    const after = this.#after(answer, attempt)
-    const held = await recordAttempt(this.db, webhook.id, this.#token, record, after)
+    const after = this.#after(answer, event.id, attempt)
+    const { held, goOn } = await recordAttempt(this.db, webhook.id, this.#token, this.#record(event.id, attempt, answer), after)
     this.metrics?.attempted(answer, event.occurredAt, this.clock.now())
-    return held && after.kind === 'delivered'
+    // Disabled by a PATCH while the event was on its way: delivered, and the rest waits.
+    if (held && !goOn) await releaseWebhook(this.db, webhook.id, this.#token)
+    return goOn
   }
 
-  #after (answer: DeliveryAnswer, attempt: number): AfterAttempt {
+  #after (answer: DeliveryAnswer, eventId: bigint, attempt: number): AfterAttempt {
     if (answer.error === undefined) return { kind: 'delivered', leaseUntil: this.#later(this.options.leaseMs) }
     if (answer.status === 410) return { kind: 'disable', reason: 'The receiver answered 410 Gone' }
     const wait = retryDelay(this.options.retrySchedule, attempt)
-    if (wait === undefined) return { kind: 'disable', reason: `Every one of ${attempt} attempts at event failed; the last: ${answer.error}` }
+    if (wait === undefined) return { kind: 'disable', reason: `All ${attempt} attempts at event ${eventId} failed; the last: ${answer.error}` }
     return { kind: 'retry', nextAttemptAt: this.#later(wait) }
   }
 

@@ -63,12 +63,14 @@ export type AfterAttempt =
 
 /**
  * Logs an attempt and moves the subscription on, in one transaction, if this instance still holds
- * its lease (false otherwise: it was deleted, or the lease ran out and another instance took it).
+ * its lease; answers whether it may go on to the next event: false when the lease is lost (the
+ * subscription was deleted, or the lease ran out and another instance took it), when the attempt
+ * failed, or when the subscription was disabled meanwhile (the lease is then still to be given up).
  */
-export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: string, record: AttemptRecord, after: AfterAttempt): Promise<boolean> {
+export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: string, record: AttemptRecord, after: AfterAttempt): Promise<{ held: boolean, goOn: boolean }> {
   return await db.transaction().execute(async (trx) => {
     const update = trx.updateTable('webhooks').where('id', '=', webhookId).where('lease_token', '=', leaseToken)
-    const { numUpdatedRows } = await (after.kind === 'delivered' ?
+    const row = await (after.kind === 'delivered' ?
         update.set({ delivered_through: record.eventId, attempt: 0, lease_until: after.leaseUntil }) :
         update.set({
           attempt: record.attempt,
@@ -76,10 +78,10 @@ export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: stri
           lease_until: '',
           lease_token: null,
           ...(after.kind === 'retry' ? { next_attempt_at: after.nextAttemptAt } : { state: 'disabled', disabled_reason: after.reason })
-        })).executeTakeFirst()
-    if (numUpdatedRows === 0n) return false
+        })).returning('state').executeTakeFirst()
+    if (row === undefined) return { held: false, goOn: false }
     await insertAttempt(trx, webhookId, record)
-    return true
+    return { held: after.kind === 'delivered', goOn: after.kind === 'delivered' && row.state === 'enabled' }
   })
 }
 
