@@ -70,7 +70,9 @@ export const LIMITS = {
   /** Webhooks: the longest wait for a receiver's answer. */
   webhookTimeoutMs: 10_000,
   /** Webhooks: how long a subscription stays with an instance that stopped without releasing it (a crash): an attempt's timeout and 5 s. */
-  webhookLeaseMs: 15_000
+  webhookLeaseMs: 15_000,
+  /** Webhooks: subscriptions there may be, so that one key cannot multiply every event's deliveries without end. */
+  maxWebhooks: 100
 }
 
 export type Limits = typeof LIMITS
@@ -189,6 +191,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
       idempotentCreates,
       network: webhookNetwork,
       allowPrivate: allowPrivateWebhooks,
+      maxWebhooks: limits.maxWebhooks,
       apiUrl
     })
     await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })

@@ -18,6 +18,7 @@ export const ERROR_CATALOG = {
   request_timeout: { status: 408, meaning: 'The request took longer than 30 s to arrive' },
   category_exists: { status: 409, meaning: 'Beta categories: a category of this name exists (names are compared without regard to case)' },
   idempotency_key_in_use: { status: 409, meaning: 'A request with the same `Idempotency-Key` is still being processed' },
+  webhook_limit_reached: { status: 409, meaning: 'Beta webhooks: there are 100 subscriptions, the most there may be' },
   pet_not_available: { status: 409, meaning: 'Experimental orders: the pet is not `available` (another order holds it, or it is sold)' },
   invalid_transition: { status: 409, meaning: 'Experimental orders: the order cannot move from its status to the one asked; nothing changed' },
   payload_too_large: { status: 413, meaning: 'The body is larger than 16 KiB' },

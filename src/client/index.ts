@@ -28,6 +28,14 @@ export type Order = Schemas['Order']
 export type NewOrder = Schemas['NewOrder']
 /** Experimental: may change without a new API version. */
 export type OrderStatus = Schemas['OrderStatus']
+/** Beta: changes only with 30 days' notice. A delivered webhook's body is an Event. */
+export type Event = Schemas['Event']
+/** Beta: changes only with 30 days' notice. */
+export type Webhook = Schemas['Webhook']
+/** Beta: changes only with 30 days' notice. */
+export type NewWebhook = Schemas['NewWebhook']
+/** Beta: changes only with 30 days' notice. */
+export type WebhookDelivery = Schemas['WebhookDelivery']
 export type PetStoreClient = Client<paths>
 
 /** `T` with its numbers as bigint: every number in the API's resources (Pet, Order) is an int64. */

@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events (beta)
-         * @description Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once (and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe.
+         * @description Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks (there may be 100 subscriptions) (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once (and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe.
          *
          *     Requires an API key with the scope `webhooks:write`.
          */
@@ -415,7 +415,28 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    event: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An event delivered to a subscriber (beta)
+         * @description POSTed to each enabled subscription whose types include the event's, one at a time in event id order. Verify it with a Standard Webhooks library and the subscription's secret. Any 2xx within 10 s acknowledges it; anything else is retried after 5s, 5m, 30m, 2h, 5h, 10h, 14h, 20h, 20h (by default), then the subscription is disabled; 410 disables it at once.
+         */
+        post: operations["receiveEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -499,7 +520,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "category_exists" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "webhook_url_refused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "category_exists" | "idempotency_key_in_use" | "webhook_limit_reached" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "webhook_url_refused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */
@@ -3439,7 +3460,25 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
-            409: components["responses"]["Conflict"];
+            /** @description There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed */
+            409: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_limit_reached",
+                     *       "message": "There are 100 webhooks, the most there may be; delete one first",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored; or the `Idempotency-Key` was used before with another body */
@@ -4355,6 +4394,58 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    receiveEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The same on every attempt at this event for this subscription: drop repeats by it
+                 * @example msg_7_1042
+                 */
+                "webhook-id": string;
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` under the secret; two, space-separated, for 24 hours after a rotation
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description When the attempt was made, in seconds since the Unix epoch
+                 * @example 1795774530
+                 */
+                "webhook-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Delivered */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The receiver is gone: the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not delivered: retried on the schedule */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -37,7 +37,6 @@ const BATCH = 20
 export class WebhookDispatcher {
   readonly #working = new Set<Promise<void>>()
   readonly #closing = new AbortController()
-  readonly #token = randomUUID()
   #timer: NodeJS.Timeout | undefined
   #leasing: Promise<void> | undefined
 
@@ -78,8 +77,11 @@ export class WebhookDispatcher {
     }
     const stillFree = this.options.concurrency - this.#working.size
     if (stillFree <= 0) return
-    for (const id of await leaseDueWebhooks(this.db, { now, leaseUntil, leaseToken: this.#token, limit: stillFree })) {
-      this.#track(this.#deliverAll(id))
+    // A token of each lease's own, not of the instance: a worker that outlived its lease (a frozen
+    // process) must not pass for the one this instance may since have taken again.
+    const leaseToken = randomUUID()
+    for (const id of await leaseDueWebhooks(this.db, { now, leaseUntil, leaseToken, limit: stillFree })) {
+      this.#track(this.#deliverAll(id, leaseToken))
     }
   }
 
@@ -93,35 +95,35 @@ export class WebhookDispatcher {
   }
 
   /** Delivers a leased subscription's events in order while they succeed, a batch at a time, then gives the lease up. */
-  async #deliverAll (id: bigint): Promise<void> {
+  async #deliverAll (id: bigint, leaseToken: string): Promise<void> {
     for (;;) {
-      const webhook = await readLeasedWebhook(this.db, id, this.#token, this.#now())
-      if (webhook === undefined) return await releaseWebhook(this.db, id, this.#token)
+      const webhook = await readLeasedWebhook(this.db, id, leaseToken, this.#now())
+      if (webhook === undefined) return await releaseWebhook(this.db, id, leaseToken)
       // Read first: ids commit in order, so every event up to it is in the batch or not of the subscription's types.
       const last = await findLastEventId(this.db)
       const types = webhook.eventTypes === '*' ? undefined : webhook.eventTypes.split(' ') as EventType[]
       const { events, more } = await findEvents(this.db, { afterId: webhook.deliveredThrough, types, limit: BATCH })
       const inReach = events.filter((event) => event.id <= last)
       for (const [index, event] of inReach.entries()) {
-        const delivered = await this.#deliverOne(webhook, event, index === 0 ? webhook.attempt + 1 : 1)
+        const delivered = await this.#deliverOne(webhook, leaseToken, event, index === 0 ? webhook.attempt + 1 : 1)
         if (!delivered) return
       }
-      if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, this.#token, last)
+      if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, leaseToken, last)
     }
   }
 
   /** One attempt at an event; true when it was delivered and the lease is still held. */
-  async #deliverOne (webhook: LeasedWebhook, event: StoredEvent, attempt: number): Promise<boolean> {
+  async #deliverOne (webhook: LeasedWebhook, leaseToken: string, event: StoredEvent, attempt: number): Promise<boolean> {
     const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
     if (answer === undefined) {
-      await releaseWebhook(this.db, webhook.id, this.#token)
+      await releaseWebhook(this.db, webhook.id, leaseToken)
       return false
     }
     const after = this.#after(answer, event.id, attempt)
-    const { held, goOn } = await recordAttempt(this.db, webhook.id, this.#token, this.#record(event.id, attempt, answer), after)
+    const { held, goOn } = await recordAttempt(this.db, webhook.id, leaseToken, this.#record(event.id, attempt, answer), after)
     this.metrics?.attempted(answer, event.occurredAt, this.clock.now())
     // Disabled by a PATCH while the event was on its way: delivered, and the rest waits.
-    if (held && !goOn) await releaseWebhook(this.db, webhook.id, this.#token)
+    if (held && !goOn) await releaseWebhook(this.db, webhook.id, leaseToken)
     return goOn
   }
 

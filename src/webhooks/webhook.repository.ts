@@ -1,5 +1,6 @@
 import { isoNow, type Clock } from '../clock.js'
 import type { Database, Db } from '../db/database.js'
+import { lockIdOrder } from '../db/id-order-lock.js'
 import { findLastEventId } from '../events/event.repository.js'
 import type { ClaimedCreate } from '../idempotency/idempotent-create.js'
 import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
@@ -34,19 +35,28 @@ function webhookOfRow (row: WebhookRow): Webhook {
 
 export type WebhookCreated =
   | ClaimedCreate & { outcome: 'created', webhook: Webhook & { secret: string } } |
-  ClaimedCreate & { outcome: 'replayed' }
+  ClaimedCreate & { outcome: 'replayed' } |
+  /** There are `limit` subscriptions already: nothing was created. */
+  { outcome: 'limit_reached' }
+
+// Names the lock that keeps concurrent creates on several instances from passing the limit together.
+const WEBHOOK_INSERT_LOCK = 7_340_006
 
 /**
- * Creates a subscription that delivers the events committed after it, and records the answer (with
- * its secret, so that a retried registration gets the same secret) under the claim when there is one.
+ * Creates a subscription that delivers the events committed after it, unless there are `limit`
+ * already, and records the answer (with its secret, so that a retried registration gets the same
+ * secret) under the claim when there is one.
  */
-export async function createWebhook (db: Db, clock: Clock, { url, events, description }: NewWebhook, claim?: IdempotencyClaim): Promise<WebhookCreated> {
+export async function createWebhook (db: Db, clock: Clock, { url, events, description }: NewWebhook, limit: number, claim?: IdempotencyClaim): Promise<WebhookCreated> {
   const now = isoNow(clock)
   return await db.transaction().execute(async (trx): Promise<WebhookCreated> => {
     if (claim !== undefined) {
       const stored = await findClaimedResponse(trx, claim)
       if (stored !== undefined) return { outcome: 'replayed', response: stored }
     }
+    await lockIdOrder(trx, WEBHOOK_INSERT_LOCK)
+    const { count } = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow()
+    if (Number(count) >= limit) return { outcome: 'limit_reached' }
     const secret = newWebhookSecret()
     const row = await trx.insertInto('webhooks').values({
       url,

@@ -29,6 +29,8 @@ export interface WebhookRoutesOptions {
   idempotentCreates: IdempotentCreates
   network: WebhookNetwork
   allowPrivate: boolean
+  /** Subscriptions there may be, on all instances together. */
+  maxWebhooks: number
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
 }
@@ -40,6 +42,12 @@ const URL_REFUSED = {
   description: 'The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored',
   code: 'webhook_url_refused',
   example: 'The webhook URL is refused: hooks.internal resolves to 10.0.0.7, which is not a public address; webhooks reach public addresses only'
+} as const
+const LIMIT_REACHED = {
+  status: 409,
+  description: 'There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed',
+  code: 'webhook_limit_reached',
+  example: 'There are 100 webhooks, the most there may be; delete one first'
 } as const
 const URL_REFUSED_OR_KEY_REUSED = { ...URL_REFUSED, description: `${URL_REFUSED.description}; or the \`Idempotency-Key\` was used before with another body` }
 const WEBHOOK_ID_INVALID = errorExample(400, 'Path parameter `webhookId` must be an integer from 1 to 9223372036854775807')
@@ -56,9 +64,19 @@ function webhookNotFound (id: bigint): ApiError {
   return new ApiError(404, 'not_found', `No webhook with id ${id}`)
 }
 
+/** What an operation found of a subscription, or its 404. */
+function orNotFound<T> (found: T | undefined, id: bigint): T {
+  if (found === undefined) throw webhookNotFound(id)
+  return found
+}
+
+function limitReached (limit: number): ApiError {
+  return new ApiError(409, 'webhook_limit_reached', `There are ${limit} webhooks, the most there may be; delete one first`)
+}
+
 /** Webhooks (beta): subscriptions that have events POSTed to a URL, signed after Standard Webhooks. */
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, options) => {
-  const { db, clock, webhooksCursor, deliveriesCursor, idempotentCreates, network, allowPrivate, apiUrl } = options
+  const { db, clock, webhooksCursor, deliveriesCursor, idempotentCreates, network, allowPrivate, maxWebhooks, apiUrl } = options
   const webhookUrlPrefix = apiUrl('/webhooks/')
 
   app.post('/webhooks', {
@@ -68,6 +86,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       operationId: 'createWebhook',
       summary: 'Subscribe a URL to events (beta)',
       description: 'Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks ' +
+        '(there may be 100 subscriptions) ' +
         '(`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once ' +
         '(and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe.',
       headers: IdempotencyKeyHeaders,
@@ -75,19 +94,24 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       response: {
         201: { ...CreatedWebhook, description: 'The subscription with its secret; `Location` gives its URL', headers: responseHeaders('Location', 'Idempotent-Replayed') },
         ...errorResponses(errorExample(400, '`events[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled, *'),
-          401, 403, 409, 413, 415, URL_REFUSED_OR_KEY_REUSED, 429, 500, 503)
+          401, 403, LIMIT_REACHED, 413, 415, URL_REFUSED_OR_KEY_REUSED, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
     await checkWebhookUrl(request.body.url, network, allowPrivate)
     const idempotencyKey = request.headers['idempotency-key']
     if (idempotencyKey === undefined) {
-      const created = await createWebhook(db, clock, request.body)
+      const created = await createWebhook(db, clock, request.body, maxWebhooks)
+      if (created.outcome === 'limit_reached') throw limitReached(maxWebhooks)
       if (created.outcome !== 'created') throw new Error('a create without an idempotency key was replayed')
       reply.code(201).header('location', `${webhookUrlPrefix}${created.webhook.id}`)
       return created.webhook
     }
-    const result = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, webhookUrlPrefix, async (claim) => await createWebhook(db, clock, request.body, claim))
+    const result = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, webhookUrlPrefix, async (claim) => {
+      const created = await createWebhook(db, clock, request.body, maxWebhooks, claim)
+      if (created.outcome === 'limit_reached') throw limitReached(maxWebhooks)
+      return created
+    })
     return sendStoredAnswer(reply, result)
   })
 
@@ -122,7 +146,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     }
   }, async (request) => {
     const { webhookId } = request.params
-    return await findWebhookById(db, webhookId) ?? (() => { throw webhookNotFound(webhookId) })()
+    return orNotFound(await findWebhookById(db, webhookId), webhookId)
   })
 
   app.patch('/webhooks/:webhookId', {
@@ -143,7 +167,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   }, async (request) => {
     const { webhookId } = request.params
     if (request.body.url !== undefined) await checkWebhookUrl(request.body.url, network, allowPrivate)
-    return await updateWebhook(db, clock, webhookId, request.body) ?? (() => { throw webhookNotFound(webhookId) })()
+    return orNotFound(await updateWebhook(db, clock, webhookId, request.body), webhookId)
   })
 
   app.delete('/webhooks/:webhookId', {
@@ -175,7 +199,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     }
   }, async (request) => {
     const { webhookId } = request.params
-    return await rotateWebhookSecret(db, clock, webhookId) ?? (() => { throw webhookNotFound(webhookId) })()
+    return orNotFound(await rotateWebhookSecret(db, clock, webhookId), webhookId)
   })
 
   app.get('/webhooks/:webhookId/deliveries', {

@@ -7,7 +7,7 @@ import { grantedScopes, SCOPES, type Scope } from '../../src/api-keys/scopes.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { MIGRATIONS } from '../../src/db/migrate.js'
-import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock } from '../helper.js'
+import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock, TEST_LIMITS } from '../helper.js'
 
 interface Operation { method: 'GET' | 'HEAD' | 'POST' | 'PATCH', url: string, payload?: object, scope: Scope }
 
@@ -74,7 +74,7 @@ forEachStore((store) => {
     assert.equal((await migrator.migrateToLatest()).error, undefined)
     assert.deepEqual(await db.selectFrom('api_keys').select(['scopes', 'expires_at', 'rotated_from']).execute(), [{ scopes: '*', expires_at: null, rotated_from: null }])
 
-    const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store: opened })
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store: opened, limits: TEST_LIMITS })
     defer(t, () => app.close())
     checkAnswers(t, app)
     for (const { method, url, payload } of OPERATIONS) {
@@ -86,7 +86,7 @@ forEachStore((store) => {
   test('an expired key is refused from the millisecond it expires, on two instances, cached or not', async (t) => {
     const clock = manualClock()
     const first = await build(t, { store, clock })
-    const second = await buildApp({ config: first.config, store: first.store, clock })
+    const second = await buildApp({ config: first.config, store: first.store, clock, limits: TEST_LIMITS })
     defer(t, () => second.close())
     checkAnswers(t, second)
     const expiresAt = new Date(clock.now() + 3_600_000)

@@ -4,13 +4,13 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
-import { checkAnswers, createKey, createTestStore, defer } from '../helper.js'
+import { checkAnswers, createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
   const metrics = createMetrics()
   const { store, db, databaseUrl } = await createTestStore(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics })
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics, limits: TEST_LIMITS })
   defer(t, () => app.close())
   checkAnswers(t, app)
   const headers = { authorization: `Bearer ${(await createKey(db)).key}` }

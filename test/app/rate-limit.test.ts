@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock } from '../helper.js'
+import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock, TEST_LIMITS } from '../helper.js'
 
 const RATE_LIMIT = /^"default";r=(\d+);t=(\d+)$/
 
@@ -71,7 +71,7 @@ if (redisUrl) {
   test('with REDIS_URL, instances share one budget per key', async (t) => {
     const { store, db, databaseUrl } = await createTestStore(t)
     const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl })
-    const instances = [await buildApp({ config, store }), await buildApp({ config, store })]
+    const instances = [await buildApp({ config, store, limits: TEST_LIMITS }), await buildApp({ config, store, limits: TEST_LIMITS })]
     for (const app of instances) {
       defer(t, () => app.close())
       checkAnswers(t, app)

@@ -5,7 +5,7 @@ import { hashApiKey } from '../../src/api-keys/api-key.service.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
-import { build, checkAnswers, createKey, createTestStore, defer, errorOf } from '../helper.js'
+import { build, checkAnswers, createKey, createTestStore, defer, errorOf, TEST_LIMITS } from '../helper.js'
 
 test('answers carry security headers and no X-Powered-By, errors included', async (t) => {
   const testApp = await build(t)
@@ -25,7 +25,7 @@ test('keys, their hashes and Authorization headers never reach the logs', async 
   let written = ''
   logs.on('data', (chunk) => { written += chunk })
   const { store, db, databaseUrl } = await createTestStore(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, logger: createLogger('trace', 'json', logs) })
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, logger: createLogger('trace', 'json', logs), limits: TEST_LIMITS })
   defer(t, () => app.close())
   checkAnswers(t, app)
   const { key } = await createKey(db)

@@ -8,7 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { createLogger } from '../../src/logger.js'
-import { checkAnswers, createKey, defer, errorOf, openTestStore, TEST_STORES } from '../helper.js'
+import { checkAnswers, createKey, defer, errorOf, openTestStore, TEST_LIMITS, TEST_STORES } from '../helper.js'
 
 const REPORT_MS = 100
 
@@ -59,6 +59,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
       store: viaProxyStore,
       logger,
       verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 },
+      limits: TEST_LIMITS,
       outageReportMs: REPORT_MS
     })
     defer(t, () => app.close())

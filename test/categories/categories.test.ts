@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { sql } from 'kysely'
 import { isPostgres } from '../../src/db/dialect.js'
 import { buildApp } from '../../src/app.js'
-import { build, checkAnswers, clientFor, createKey, createPet, defer, errorOf, forEachStore, nextLink, openTestStore, type TestApp } from '../helper.js'
+import { build, checkAnswers, clientFor, createKey, createPet, defer, errorOf, forEachStore, nextLink, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
 
 async function createCategory (testApp: TestApp, name: string, headers: Record<string, string> = {}) {
   return await testApp.app.inject({ method: 'POST', url: '/v1/categories', headers: { ...testApp.auth, ...headers }, payload: { name } })
@@ -88,7 +88,7 @@ forEachStore((store) => {
 
   test('one Idempotency-Key claimed at once by a pet on one instance and a category on another: one is created, the other refused, never a 5xx', async (t) => {
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' } })
-    const other = await buildApp({ config: testApp.config, store: openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 }) })
+    const other = await buildApp({ config: testApp.config, store: openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 }), limits: TEST_LIMITS })
     defer(t, () => other.close())
     checkAnswers(t, other)
     const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => await Promise.all([

@@ -4,7 +4,7 @@ import { get, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
 import { buildApp } from '../../src/app.js'
-import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, openTestStore, type TestApp } from '../helper.js'
+import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
 
 interface Message { id?: string, event?: string, data?: string, comment?: string }
 
@@ -153,7 +153,7 @@ forEachStore((store) => {
 
   test('a change made on one instance reaches the stream of another within a second', async (t) => {
     const testApp = await build(t, { store })
-    const other = await buildApp({ config: testApp.config, store: openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 }) })
+    const other = await buildApp({ config: testApp.config, store: openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 }), limits: TEST_LIMITS })
     defer(t, () => other.close())
     checkAnswers(t, other)
     const stream = await openStream(other, testApp.auth)

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
-import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, manualClock, nextLink, openTestStore, type TestApp } from '../helper.js'
+import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, manualClock, nextLink, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
 
 interface ListedEvent { id: number, type: string, occurredAt: string, data: Record<string, unknown> }
 
@@ -135,7 +135,7 @@ forEachStore((store) => {
     // The reader polls as fast as it can.
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' } })
     const second = openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 })
-    const other = await buildApp({ config: testApp.config, store: second })
+    const other = await buildApp({ config: testApp.config, store: second, limits: TEST_LIMITS })
     defer(t, () => other.close())
     checkAnswers(t, other)
     const { key } = await createKey(testApp.db, 'second')

@@ -3,7 +3,7 @@ import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { Db } from '../../src/db/database.js'
-import { checkAnswers, createKey, createTestStore, defer, forEachStore, openTestStore, type TestStore } from '../helper.js'
+import { checkAnswers, createKey, createTestStore, defer, forEachStore, openTestStore, TEST_LIMITS, type TestStore } from '../helper.js'
 
 const TERMINAL_PET_STATUS = { placed: 'pending', approved: 'pending', delivered: 'sold', cancelled: 'available' } as const
 
@@ -23,7 +23,7 @@ async function startInstances (t: TestContext, store: TestStore): Promise<Instan
   const config = loadConfig({ DATABASE_URL: databaseUrl, DATABASE_POOL_SIZE: '8', RATE_LIMIT_PER_MINUTE: '0' })
   const urls = []
   for (let i = 0; i < (store.name === 'postgres' ? 2 : 1); i++) {
-    const app = await buildApp({ config, store: i === 0 ? first : openTestStore(t, databaseUrl, { poolSize: 8 }) })
+    const app = await buildApp({ config, store: i === 0 ? first : openTestStore(t, databaseUrl, { poolSize: 8 }), limits: TEST_LIMITS })
     defer(t, () => app.close())
     checkAnswers(t, app)
     urls.push(`${await app.listen({ port: 0, host: '127.0.0.1' })}/v1`)

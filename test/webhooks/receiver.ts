@@ -18,8 +18,8 @@ export interface Receiver {
   received: Received[]
   /** The status of the next answers, in turn; 204 once they are used up. */
   answers: number[]
-  /** When set, the next request is answered only once the promise it returns settles (it is then unset). */
-  hold?: (() => Promise<void>) | undefined
+  /** When set, called with each request's number (from 1): a request it returns a promise for is answered once that settles. */
+  hold?: ((request: number) => Promise<void> | undefined) | undefined
   /** Resolves once `count` requests have arrived, or fails after `timeoutMs`. */
   waitFor: (count: number, timeoutMs?: number) => Promise<Received[]>
   /** Stops it before the test ends: connections to its port are refused. */
@@ -36,8 +36,7 @@ export async function startReceiver (t: TestContext, { tls, hostname = '127.0.0.
     request.on('data', (chunk: string) => { body += chunk })
     request.on('end', () => {
       received.push({ headers: request.headers, body })
-      const held = receiver.hold?.()
-      receiver.hold = undefined
+      const held = receiver.hold?.(received.length)
       const status = answers.shift() ?? 204
       void Promise.resolve(held).then(() => response.writeHead(status).end())
     })

@@ -5,11 +5,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, type Limits } from '../../src/app.js'
 import type { Clock } from '../../src/clock.js'
 import type { WebhookNetwork } from '../../src/webhooks/webhook-transport.js'
-import { build, checkAnswers, defer, forEachStore, manualClock, openTestStore, TEST_STORES, type TestApp } from '../helper.js'
+import { build, checkAnswers, defer, forEachStore, manualClock, openTestStore, TEST_LIMITS, TEST_STORES, type TestApp } from '../helper.js'
 import { startReceiver } from './receiver.js'
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0', WEBHOOK_RETRY_SCHEDULE: '100ms' }
 const LEASE_MS = 15_000
+
+async function until (check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 250 && !await check(); i++) await sleep(20)
+}
 
 /** A network that counts the connections it opens, all to 127.0.0.1. */
 function countingNetwork (): WebhookNetwork & { connections: number } {
@@ -27,7 +31,7 @@ function countingNetwork (): WebhookNetwork & { connections: number } {
 /** A second instance on the test app's store. */
 async function secondInstance (t: TestContext, first: TestApp, { clock, webhookNetwork, limits }: { clock?: Clock, webhookNetwork?: WebhookNetwork, limits?: Partial<Limits> }): Promise<TestApp> {
   const store = openTestStore(t, first.config.DATABASE_URL, { poolSize: 4, ...(clock !== undefined && { clock }) })
-  const app = await buildApp({ config: first.config, store, clock, webhookNetwork, limits: { webhookPollMs: 20, ...limits } })
+  const app = await buildApp({ config: first.config, store, clock, webhookNetwork, limits: { ...TEST_LIMITS, webhookPollMs: 20, ...limits } })
   defer(t, () => app.close())
   checkAnswers(t, app)
   return { ...first, app, store, db: store.db }
@@ -39,7 +43,7 @@ forEachStore((store) => {
     const first = await build(t, { store, env: ENV, clock, limits: { webhookPollMs: 20 } })
     const receiver = await startReceiver(t)
     let release: (() => void) | undefined
-    receiver.hold = () => new Promise<void>((resolve) => { release = resolve })
+    receiver.hold = (request) => request === 1 ? new Promise<void>((resolve) => { release = resolve }) : undefined
     const { id } = (await first.app.inject({ method: 'POST', url: '/v1/webhooks', headers: first.auth, payload: { url: receiver.url, events: ['*'] } })).json()
     await first.app.inject({ method: 'POST', url: '/v1/pets', headers: first.auth, payload: { name: 'Rex', categoryId: 3 } })
     const second = await secondInstance(t, first, { clock })
@@ -55,6 +59,29 @@ forEachStore((store) => {
     const log = (await second.app.inject({ url: `/v1/webhooks/${id}/deliveries`, headers: first.auth })).json()
     assert.deepEqual(log.map(({ attempt, responseStatus }: { attempt: number, responseStatus: number }) => ({ attempt, responseStatus })), [{ attempt: 1, responseStatus: 204 }],
       'only the attempt of the instance holding the lease is logged')
+  })
+  test('an attempt that outlives its lease records nothing, even when its own instance has taken the subscription again', async (t) => {
+    const clock = manualClock(Date.now())
+    const testApp = await build(t, { store, env: ENV, clock, limits: { webhookPollMs: 20 } })
+    const receiver = await startReceiver(t)
+    const releases: Array<() => void> = []
+    // The first attempt at Rex, and the attempt at Tom that follows the second attempt at Rex, are held.
+    receiver.hold = (request) => request === 1 || request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
+    const { id } = (await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url: receiver.url, events: ['*'] } })).json()
+    for (const name of ['Rex', 'Tom']) await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name, categoryId: 3 } })
+    await receiver.waitFor(1)
+    clock.advance(LEASE_MS + 1)
+    // Taken again: Rex delivered under the new lease, which is held while Tom is on his way.
+    await receiver.waitFor(3)
+    releases[0]!()
+    await sleep(300)
+    releases[1]!()
+    await until(async () => (await testApp.app.inject({ url: `/v1/webhooks/${id}/deliveries`, headers: testApp.auth })).json().length === 2)
+    const log = (await testApp.app.inject({ url: `/v1/webhooks/${id}/deliveries`, headers: testApp.auth })).json()
+    assert.deepEqual(log.map(({ attempt, responseStatus }: { attempt: number, responseStatus: number }) => ({ attempt, responseStatus })), [
+      { attempt: 1, responseStatus: 204 },
+      { attempt: 1, responseStatus: 204 }
+    ], 'Tom, then Rex once: the late answer to the first attempt at Rex is not logged')
   })
 })
 
@@ -93,7 +120,7 @@ if (TEST_STORES.some((store) => store.name === 'postgres')) {
 test('closing an instance abandons its delivery in flight at once and releases the subscription, which another instance then delivers', async (t) => {
   const first = await build(t, { env: ENV, limits: { webhookPollMs: 20 } })
   const receiver = await startReceiver(t)
-  receiver.hold = () => new Promise<void>(() => {}) // never answers the first request
+  receiver.hold = (request) => request === 1 ? new Promise<void>(() => {}) : undefined // never answers the first request
   await first.app.inject({ method: 'POST', url: '/v1/webhooks', headers: first.auth, payload: { url: receiver.url, events: ['*'] } })
   await first.app.inject({ method: 'POST', url: '/v1/pets', headers: first.auth, payload: { name: 'Rex', categoryId: 3 } })
   await receiver.waitFor(1)
@@ -108,7 +135,7 @@ test('closing an instance abandons its delivery in flight at once and releases t
 test('a receiver that hangs holds up neither the API nor other subscriptions', async (t) => {
   const testApp = await build(t, { env: ENV, limits: { webhookPollMs: 20 } })
   const hung = await startReceiver(t)
-  hung.hold = () => new Promise<void>(() => {})
+  hung.hold = () => new Promise<void>(() => {}) // answers nothing
   const healthy = await startReceiver(t)
   for (const receiver of [hung, healthy]) {
     await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url: receiver.url, events: ['*'] } })

@@ -133,7 +133,7 @@ test('a subscription to an http URL, made while private addresses were allowed, 
   const receiver = await startReceiver(t)
   const network = fakeNetwork(new Map([['hooks.example.test', [PUBLIC_ADDRESS]]]), () => receiver.port)
   const testApp = await appOn(t, network)
-  const { webhook } = await createWebhook(testApp.db, systemClock, { url: `http://hooks.example.test:${receiver.port}/hook`, events: ['*'] }) as { webhook: { id: bigint } }
+  const { webhook } = await createWebhook(testApp.db, systemClock, { url: `http://hooks.example.test:${receiver.port}/hook`, events: ['*'] }, 100) as { webhook: { id: bigint } }
   await createPet(testApp, { name: 'Rex', categoryId: 3 })
   let log: Array<{ error: string | null }> = []
   for (let i = 0; i < 250 && log.length === 0; i++) {

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
 import { createMetrics } from '../../src/metrics/metrics.js'
 import { findOldestOwedPosition } from '../../src/webhooks/webhook-queue.js'
-import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, type TestApp, type TestStore } from '../helper.js'
+import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, TEST_LIMITS, type TestApp, type TestStore } from '../helper.js'
 import { startReceiver, type Received } from './receiver.js'
 
 const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0' }
@@ -135,7 +135,7 @@ forEachStore((store) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
     let release: (() => void) | undefined
-    receiver.hold = () => new Promise<void>((resolve) => { release = resolve })
+    receiver.hold = (request) => request === 1 ? new Promise<void>((resolve) => { release = resolve }) : undefined
     const { id } = (await subscribe(testApp, { url: receiver.url, events: ['pet.created'] })).json()
     const pets = []
     for (let i = 0; i < 5; i++) pets.push(await createPet(testApp, { name: `Pet ${i}`, categoryId: 1 }))
@@ -271,6 +271,21 @@ forEachStore((store) => {
     }
   })
 
+  test('there may be so many subscriptions and no more; a refused create keeps its Idempotency-Key free', async (t) => {
+    const testApp = await build(t, { store, env: LOCAL, limits: { maxWebhooks: 2 } })
+    const body = { url: 'https://hooks.example.com/', events: ['*'] }
+    const first = (await subscribe(testApp, body)).json()
+    await subscribe(testApp, body)
+    for (const headers of [{}, { 'idempotency-key': 'third' }]) {
+      const refused = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: { ...testApp.auth, ...headers }, payload: body })
+      assert.equal(refused.statusCode, 409)
+      assert.deepEqual(errorOf(refused), { code: 'webhook_limit_reached', message: 'There are 2 webhooks, the most there may be; delete one first', status: 409 })
+    }
+    await testApp.app.inject({ method: 'DELETE', url: `/v1/webhooks/${first.id}`, headers: testApp.auth })
+    const third = await subscribe(testApp, body, { 'idempotency-key': 'third' })
+    assert.equal(third.headers['idempotent-replayed'], undefined)
+  })
+
   test('retrying a delivery sends its event once more with the same webhook-id, and logs the attempt', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
@@ -296,7 +311,7 @@ forEachStore((store) => {
 test('webhook metrics: attempts by outcome, latency from the change to the 2xx, and the queue depth', async (t) => {
   const metrics = createMetrics()
   const { store, db, databaseUrl } = await createTestStore(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '100ms,1d' }), store, metrics, limits: { webhookPollMs: 20 } })
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '100ms,1d' }), store, metrics, limits: { ...TEST_LIMITS, webhookPollMs: 20 } })
   defer(t, () => app.close())
   checkAnswers(t, app)
   const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
