@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
 import { createMetrics } from '../../src/metrics/metrics.js'
+import { pruneExpiredDeliveries } from '../../src/webhooks/expired-delivery-prune.js'
 import { findOldestOwedPosition } from '../../src/webhooks/webhook-queue.js'
 import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, TEST_LIMITS, type TestApp, type TestStore } from '../helper.js'
 import { startReceiver, type Received } from './receiver.js'
@@ -28,7 +29,7 @@ async function getWebhook (testApp: TestApp, id: number) {
   return response.json()
 }
 
-async function deliveries (testApp: TestApp, id: number): Promise<Array<{ id: number, eventId: number, attempt: number, responseStatus: number | null, error: string | null }>> {
+async function deliveries (testApp: TestApp, id: number): Promise<Array<{ id: number, eventId: number, attempt: number, attemptedAt: string, responseStatus: number | null, error: string | null }>> {
   const response = await testApp.app.inject({ url: `/v1/webhooks/${id}/deliveries?limit=100`, headers: testApp.auth })
   assert.equal(response.statusCode, 200, response.body)
   return response.json()
@@ -360,5 +361,9 @@ forEachStore((store) => {
     assert.deepEqual(kept.map((event: { data: { id: number } }) => event.data.id), [owed.id])
     await patch(testApp, id, { enabled: false })
     assert.equal(await prune(), 1, 'a disabled subscription holds nothing')
+
+    assert.equal(await pruneExpiredDeliveries(testApp.db, clock, 30), 1, 'the attempt of 31 days ago is deleted')
+    const cutoff = new Date(clock.now() - 30 * 24 * 3600_000).toISOString()
+    assert.ok((await deliveries(testApp, id)).every(({ attemptedAt }) => attemptedAt >= cutoff))
   })
 })
