@@ -9,7 +9,7 @@ import { sql } from 'kysely'
 import { isPostgres } from '../../src/db/dialect.js'
 import type { Db } from '../../src/db/database.js'
 import { createTestStore, forEachStore, tempDir } from '../helper.js'
-import { runCli } from '../process.js'
+import { CLI, runCli } from '../process.js'
 
 async function storedPets (db: Db): Promise<Array<[string, string, string]>> {
   const rows = await db.selectFrom('pets').select(['name', 'category_id', 'status']).orderBy('id').execute()
@@ -217,7 +217,7 @@ test('progress: plain lines when not on a terminal, a bar on one', async (t) => 
   assert.ok(!plain.stderr.includes('\r'), 'no terminal control in a log')
 
   // `script` runs the command on a pseudo-terminal, as a user's shell would.
-  const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'pets', 'import', csv, '--batch-size', '100'].map((arg) => `'${arg}'`).join(' ')
+  const command = [process.execPath, ...CLI, 'pets', 'import', csv, '--batch-size', '100'].map((arg) => `'${arg}'`).join(' ')
   const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env, TERM: 'xterm' } })
   assert.match(stdout, /Imported \[\u2588+\] 100% \| 300\/300 rows/)
 })

@@ -4,7 +4,7 @@ import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { forEachStore, tempDir } from '../helper.js'
-import { runCli, startServer } from '../process.js'
+import { CLI, runCli, startServer } from '../process.js'
 
 forEachStore((store) => {
   const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/m
@@ -136,7 +136,7 @@ test('a port in use is one line naming the port and the setting to change, and e
 test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
   const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }
   // `script` runs the service on a pseudo-terminal, as a user's shell would.
-  const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'serve'].map((arg) => `'${arg}'`).join(' ')
+  const command = [process.execPath, ...CLI, 'serve'].map((arg) => `'${arg}'`).join(' ')
   const terminal = await startServer(t, { ...env, TERM: 'xterm' }, ['script', '-qec', command, '/dev/null'])
   assert.equal((await fetch(`${terminal.url}/healthz`)).status, 200)
   await waitFor(() => /INFO.*: .*GET \/healthz 200 [\d.]+ ms/.test(terminal.output()), terminal.output)
