@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { compile as compileTrust } from '@fastify/proxy-addr'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
@@ -35,6 +36,7 @@ import shutdown from './plugins/shutdown.js'
 import { RequestLog, logsEachRequest } from './logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
+import { parseTrustedProxies } from './trusted-proxies.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
 import { pruneExpiredDeliveries } from './webhooks/expired-delivery-prune.js'
 import { parseRetrySchedule } from './webhooks/retry-schedule.js'
@@ -99,7 +101,10 @@ export interface AppOptions {
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
 export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics, outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...LIMITS, ...shortened }
+  const trustedProxies = config.TRUST_PROXY === undefined ? undefined : parseTrustedProxies(config.TRUST_PROXY)
   const app = Fastify({
+    // From a trusted proxy, request.ip is the client's address from X-Forwarded-For; from anyone else, the socket's.
+    trustProxy: trustedProxies ?? false,
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     logController: new RequestLog(logsEachRequest(config.LOG_REQUESTS)),
     genReqId: () => randomUUID(),
@@ -118,7 +123,8 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = limits.maxConnections
-  await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS })
+  const trusted = trustedProxies === undefined ? () => false : compileTrust(trustedProxies)
+  await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS, trusted: (address) => trusted(address, 0) })
   app.setValidatorCompiler(apiValidatorCompiler)
   await app.register(errorHandler, { outageReportMs })
   await app.register(shutdown)

@@ -1,6 +1,7 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
 import { DURATION_PATTERN } from './api-keys/duration.js'
+import { parseTrustedProxies } from './trusted-proxies.js'
 import { DEFAULT_RETRY_SCHEDULE, RETRY_SCHEDULE_PATTERN } from './webhooks/retry-schedule.js'
 
 /** A service root: scheme, host and optional path prefix, without /v1, query or fragment. */
@@ -52,6 +53,11 @@ export const ConfigSchema = Type.Object({
     default: 600,
     description: 'requests per minute per API key (and per client address without a valid key); 0 turns limiting off'
   }),
+  TRUST_PROXY: Type.Optional(Type.String({
+    description: 'addresses or CIDRs of the proxies in front, comma-separated: on connections from them, X-Forwarded-For gives the client address ' +
+      'for per-address rate limits, and they are exempt from CONNECTIONS_PER_ADDRESS; unset, X-Forwarded-For is ignored',
+    examples: ['10.0.0.0/8', '127.0.0.1,10.1.2.0/24']
+  })),
   CONNECTIONS_PER_ADDRESS: Type.Integer({
     minimum: 1,
     default: 256,
@@ -140,6 +146,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(env[name] ?? ''))}; it must be ${allowedValues(name)}`)
   }
   const config = raw as unknown as Static<typeof ConfigSchema>
+  if (config.TRUST_PROXY !== undefined && parseTrustedProxies(config.TRUST_PROXY) === undefined) {
+    throw new ConfigError(`Invalid configuration: TRUST_PROXY is ${JSON.stringify(config.TRUST_PROXY)}; it must be ${allowedValues('TRUST_PROXY')}: addresses or CIDRs, comma-separated`)
+  }
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
     const url = config[name]?.replace(/\/+$/, '')
     if (url === undefined) continue

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
+import { test, type TestContext } from 'node:test'
+import { ConfigError, loadConfig } from '../../src/config.js'
+import { build, defer, type TestApp } from '../helper.js'
+
+/** The status of a request without a valid key, as if from `remoteAddress`, with X-Forwarded-For when given. */
+async function anonymous (testApp: TestApp, remoteAddress: string, forwardedFor?: string): Promise<number> {
+  const headers = { authorization: 'Bearer ps_guess', ...(forwardedFor !== undefined && { 'x-forwarded-for': forwardedFor }) }
+  return (await testApp.app.inject({ url: '/v1/pets', headers, remoteAddress })).statusCode
+}
+
+test('without TRUST_PROXY, X-Forwarded-For changes nothing: requests without a key are counted by the connection\'s address', async (t) => {
+  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '2' } })
+  assert.deepEqual([
+    await anonymous(testApp, '127.0.0.1', '203.0.113.1'),
+    await anonymous(testApp, '127.0.0.1', '203.0.113.2'),
+    await anonymous(testApp, '127.0.0.1', '203.0.113.3')
+  ], [401, 401, 429])
+})
+
+test('from a trusted proxy, X-Forwarded-For names the client, each with its own budget; from anyone else it is ignored', async (t) => {
+  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1, 10.0.0.0/8' } })
+  assert.deepEqual([await anonymous(testApp, '127.0.0.1', '203.0.113.1'), await anonymous(testApp, '10.1.2.3', '203.0.113.1')], [401, 401])
+  assert.equal(await anonymous(testApp, '127.0.0.1', '203.0.113.1'), 429, 'one client through two trusted proxies has one budget')
+  assert.equal(await anonymous(testApp, '127.0.0.1', '203.0.113.2'), 401, 'another client has its own')
+  // A client cannot pass for another by writing addresses of its own before the proxy's.
+  assert.equal(await anonymous(testApp, '127.0.0.1', '198.51.100.9, 203.0.113.1'), 429)
+  // From an address that is not a trusted proxy, the header is the client's own words.
+  assert.deepEqual([
+    await anonymous(testApp, '192.0.2.7', '203.0.113.4'),
+    await anonymous(testApp, '192.0.2.7', '203.0.113.5'),
+    await anonymous(testApp, '192.0.2.7', '203.0.113.6')
+  ], [401, 401, 429])
+})
+
+async function openConnections (t: TestContext, testApp: TestApp, localAddress: string, count: number): Promise<Socket[]> {
+  if (!testApp.app.server.listening) await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const sockets: Socket[] = []
+  for (let i = 0; i < count; i++) {
+    const socket = connect({ port, host: '127.0.0.1', localAddress })
+    defer(t, () => socket.destroy())
+    await once(socket, 'connect')
+    sockets.push(socket)
+  }
+  // Past the limit a connection is closed at once, within this wait.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  return sockets
+}
+
+test('a trusted proxy\'s connections are not held to CONNECTIONS_PER_ADDRESS, which still holds for everyone else', async (t) => {
+  const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '2', TRUST_PROXY: '127.0.0.1' } })
+  const fromProxy = await openConnections(t, testApp, '127.0.0.1', 4)
+  assert.deepEqual(fromProxy.map((socket) => socket.destroyed || socket.closed), [false, false, false, false])
+  const fromClient = await openConnections(t, testApp, '127.0.0.2', 3)
+  assert.deepEqual(fromClient.map((socket) => socket.closed), [false, false, true])
+})
+
+test('TRUST_PROXY takes addresses and CIDRs, and refuses anything else naming the variable', () => {
+  assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.168.1.7' }).TRUST_PROXY, '10.0.0.0/8, ::1,192.168.1.7')
+  for (const value of ['proxy.internal', '10.0.0.0/33', '10.0.0.0/8;', ', ,', '*']) {
+    assert.throws(() => loadConfig({ TRUST_PROXY: value }), (error: unknown) => error instanceof ConfigError &&
+      error.message === `Invalid configuration: TRUST_PROXY is ${JSON.stringify(value)}; it must be of the form 10.0.0.0/8 or 127.0.0.1,10.1.2.0/24: addresses or CIDRs, comma-separated`, value)
+  }
+})
