@@ -171,11 +171,13 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
 
   await app.register(async (v1) => {
     await v1.register(auth, { verifier, rateLimiter, clock })
+    // Every change records its events: this instance's webhooks send them at once.
+    const committed = () => { dispatcher.wake() }
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
     const idempotentCreates = new IdempotentCreates(clock)
-    await v1.register(petRoutes, { pets, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates, apiUrl })
-    await v1.register(categoryRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'categories', []), idempotentCreates, apiUrl })
+    await v1.register(petRoutes, { pets, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates, committed, apiUrl })
+    await v1.register(categoryRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'categories', []), idempotentCreates, committed, apiUrl })
     const streams = new EventStreams(db, verifier, {
       pollMs: limits.eventPollMs,
       heartbeatMs: limits.eventHeartbeatMs,
@@ -200,7 +202,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
       maxWebhooks: limits.maxWebhooks,
       apiUrl
     })
-    await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), apiUrl })
+    await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), committed, apiUrl })
   }, { prefix: '/v1' })
 
   return app

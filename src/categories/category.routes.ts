@@ -17,6 +17,8 @@ export interface CategoryRoutesOptions {
   clock: Clock
   cursorCodec: CursorCodec<never>
   idempotentCreates: IdempotentCreates
+  /** Called after a change is committed, so that its events go out at once. */
+  committed: () => void
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
 }
@@ -35,7 +37,7 @@ function categoryExists ({ id, name }: Category): ApiError {
 }
 
 /** Categories (beta): the groups that pets' `categoryId` names, each with a name no other has, whatever its case. */
-export const categoryRoutes: FastifyPluginAsyncTypebox<CategoryRoutesOptions> = async (app, { db, clock, cursorCodec, idempotentCreates, apiUrl }) => {
+export const categoryRoutes: FastifyPluginAsyncTypebox<CategoryRoutesOptions> = async (app, { db, clock, cursorCodec, idempotentCreates, committed, apiUrl }) => {
   const categoryUrlPrefix = apiUrl('/categories/')
 
   app.post('/categories', {
@@ -61,6 +63,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox<CategoryRoutesOptions> = 
       const created = await createCategory(db, clock, name)
       if (created.outcome === 'exists') throw categoryExists(created.existing)
       if (created.outcome !== 'created') throw new Error('a create without an idempotency key was replayed')
+      committed()
       reply.code(201).header('location', `${categoryUrlPrefix}${created.category.id}`)
       return created.category
     }
@@ -69,6 +72,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox<CategoryRoutesOptions> = 
       if (created.outcome === 'exists') throw categoryExists(created.existing)
       return created
     })
+    if (!result.replayed) committed()
     return sendStoredAnswer(reply, result)
   })
 

@@ -14,6 +14,8 @@ export interface OrderRoutesOptions {
   db: Db
   clock: Clock
   cursorCodec: CursorCodec<OrderStatus>
+  /** Called after a change is committed, so that its events go out at once. */
+  committed: () => void
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
 }
@@ -30,7 +32,7 @@ const INVALID_TRANSITION = {
 } as const
 
 /** Experimental store orders: placing one holds a pet, and its transitions sell or release it. */
-export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { db, clock, cursorCodec, apiUrl }) => {
+export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { db, clock, cursorCodec, committed, apiUrl }) => {
   app.post('/store/orders', {
     config: { scope: 'orders:write' },
     schema: {
@@ -49,6 +51,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
     const result = await placeOrder(db, clock, petId)
     if (result.outcome === 'pet_not_found') throw new ApiError(422, 'pet_not_found', `No pet with id ${petId}`)
     if (result.outcome === 'pet_not_available') throw new ApiError(409, 'pet_not_available', `Pet ${petId} is not available`)
+    committed()
     reply.code(201).header('location', apiUrl(`/store/orders/${result.order.id}`))
     return result.order
   })
@@ -114,6 +117,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
     if (result.outcome === 'invalid_transition') {
       throw new ApiError(409, 'invalid_transition', `Order ${orderId} cannot move from ${result.from} to ${status}`)
     }
+    committed()
     return result.order
   })
 }

@@ -15,6 +15,8 @@ export interface PetRoutesOptions {
   pets: PetStore
   cursorCodec: CursorCodec<PetStatus>
   idempotentCreates: IdempotentCreates
+  /** Called after a change is committed, so that its events go out at once. */
+  committed: () => void
   /** Turns a path under /v1 into the URL clients should follow (absolute when PUBLIC_BASE_URL is set). */
   apiUrl: (path: string) => string
 }
@@ -23,7 +25,7 @@ const GET_PET_DEPRECATED_SINCE = new Date('2026-11-22T00:00:00Z')
 const GET_PET_SUNSET = new Date('2030-12-05T00:00:00Z')
 
 /** listPets, createPet and getPet: thin handlers over the pet store. */
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, cursorCodec, idempotentCreates, apiUrl }) => {
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, cursorCodec, idempotentCreates, committed, apiUrl }) => {
   // A page the store answers from its cache is the same object each time: its link (an HMAC) is made once.
   const nextLinks = new WeakMap<PetPage, string>()
   const petUrlPrefix = apiUrl('/pets/')
@@ -73,11 +75,13 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     if (idempotencyKey === undefined) {
       const created = await pets.create({ pet: { name, categoryId, status } })
       if (created.outcome !== 'created') throw new Error('a create without an idempotency key was replayed')
+      committed()
       reply.code(201).header('location', `${petUrlPrefix}${created.pet.id}`)
       return created.pet
     }
     const result = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, petUrlPrefix,
       async (claim) => await pets.create({ pet: { name, categoryId, status }, idempotency: claim }))
+    if (!result.replayed) committed()
     return sendStoredAnswer(reply, result)
   })
 

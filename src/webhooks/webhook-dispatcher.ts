@@ -8,7 +8,7 @@ import type { WebhookMetrics } from './webhook-metrics.js'
 import { messageIdOf, signDelivery } from './webhook-signature.js'
 import type { DeliveryAnswer, WebhookTransport } from './webhook-transport.js'
 import {
-  completeRedelivery, findDeliveryTarget, leaseDueWebhooks, leaseRedeliveries, nextAttemptNumber, readLeasedWebhook, recordAttempt,
+  anyEnabledWebhook, completeRedelivery, findDeliveryTarget, leaseDueWebhooks, leaseRedeliveries, nextAttemptNumber, readLeasedWebhook, recordAttempt,
   releaseWebhook, type AfterAttempt, type AttemptRecord, type LeasedRedelivery, type LeasedWebhook
 } from './webhook-queue.js'
 
@@ -23,6 +23,8 @@ export interface WebhookDispatcherOptions {
   retrySchedule: readonly number[]
 }
 
+// A wake-up looks for work at most this often, however many changes are committed meanwhile.
+const WAKE_MS = 20
 // Events read at a time; the subscription is read again before each batch, so a change of its URL,
 // types or secret applies within this many deliveries.
 const BATCH = 20
@@ -38,6 +40,10 @@ export class WebhookDispatcher {
   readonly #working = new Set<Promise<void>>()
   readonly #closing = new AbortController()
   #timer: NodeJS.Timeout | undefined
+  #wakeTimer: NodeJS.Timeout | undefined
+  #lastPoll = 0
+  // Whether any subscription was enabled at the last tick: without one, a wake-up has nothing to do.
+  #anyEnabled = false
   #leasing: Promise<void> | undefined
 
   constructor (
@@ -50,12 +56,29 @@ export class WebhookDispatcher {
   ) {}
 
   start (): void {
-    this.#timer = setInterval(() => { this.#poll() }, this.options.pollMs).unref()
+    this.#timer = setInterval(() => {
+      anyEnabledWebhook(this.db).then((any) => { this.#anyEnabled = any }, this.onError)
+      this.#poll()
+    }, this.options.pollMs).unref()
+  }
+
+  /**
+   * A change was committed on this instance: work is looked for now rather than at the next tick (at
+   * most every 20 ms, and only while a subscription is enabled), so its events leave at once. Changes
+   * on other instances wait for the tick.
+   */
+  wake (): void {
+    if (this.#wakeTimer !== undefined || !this.#anyEnabled) return
+    this.#wakeTimer = setTimeout(() => {
+      this.#wakeTimer = undefined
+      this.#poll()
+    }, Math.max(0, this.#lastPoll + WAKE_MS - performance.now()))
   }
 
   /** Stops taking work and aborts the deliveries in flight; their subscriptions are released to be sent again. */
   async stop (): Promise<void> {
     clearInterval(this.#timer)
+    clearTimeout(this.#wakeTimer)
     this.#closing.abort()
     await this.#leasing
     while (this.#working.size > 0) await Promise.allSettled([...this.#working])
@@ -64,6 +87,7 @@ export class WebhookDispatcher {
 
   #poll (): void {
     if (this.#leasing !== undefined || this.#closing.signal.aborted) return
+    this.#lastPoll = performance.now()
     this.#leasing = this.#leaseWork().catch(this.onError).finally(() => { this.#leasing = undefined })
   }
 

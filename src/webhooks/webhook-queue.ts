@@ -24,6 +24,11 @@ export async function readLeasedWebhook (db: Db, id: bigint, leaseToken: string,
   return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt) }
 }
 
+/** Whether any subscription is enabled. */
+export async function anyEnabledWebhook (db: Db): Promise<boolean> {
+  return await anyRow(db.selectFrom('webhooks').select('id').where('state', '=', 'enabled').limit(1))
+}
+
 /**
  * Leases up to `limit` enabled subscriptions that are due and have events after their position,
  * most overdue first, until `leaseUntil`; returns their ids. On PostgreSQL rows another instance is

@@ -85,6 +85,22 @@ forEachStore((store) => {
     ])
   })
 
+  test('a change committed on this instance is sent at once, not at the next look for work', async (t) => {
+    const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 2000 } })
+    const receiver = await startReceiver(t)
+    await subscribe(testApp, { url: receiver.url, events: ['pet.created'] })
+    await sleep(2200) // a look for work has seen the subscription
+    const latencies = []
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now()
+      await createPet(testApp, { name: `Pet ${i}`, categoryId: 1 })
+      await receiver.waitFor(i + 1)
+      latencies.push(Date.now() - started)
+      await sleep(300)
+    }
+    assert.ok(latencies.every((ms) => ms < 500), `delivered ${latencies.join(', ')} ms after each create, the looks for work being 2 s apart`)
+  })
+
   test('a receiver that fails twice gets the event a third time with the same webhook-id, and the log shows each attempt', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
