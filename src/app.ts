@@ -74,7 +74,9 @@ export const LIMITS = {
   /** Webhooks: how long a subscription stays with an instance that stopped without releasing it (a crash): an attempt's timeout and 5 s. */
   webhookLeaseMs: 15_000,
   /** Webhooks: subscriptions there may be, so that one key cannot multiply every event's deliveries without end. */
-  maxWebhooks: 100
+  maxWebhooks: 100,
+  /** Webhooks: retries asked for (POST …/retry) and not yet made, per subscription. */
+  maxQueuedRetries: 100
 }
 
 export type Limits = typeof LIMITS
@@ -200,6 +202,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
       network: webhookNetwork,
       allowPrivate: allowPrivateWebhooks,
       maxWebhooks: limits.maxWebhooks,
+      maxQueuedRetries: limits.maxQueuedRetries,
       apiUrl
     })
     await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), committed, apiUrl })

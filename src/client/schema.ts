@@ -381,7 +381,7 @@ export interface paths {
         put?: never;
         /**
          * Send an attempt's event again (beta)
-         * @description Queues one more attempt at the event of this attempt, with the same `webhook-id`, whatever the subscription's state; it is made within a second or so by any instance and appears in the deliveries log. It does not change the subscription's own schedule: to resume a disabled subscription, enable it with PATCH.
+         * @description Queues one more attempt at the event of this attempt, with the same `webhook-id`, whatever the subscription's state (once, however often it is asked while queued; 100 queued per subscription at most); it is made by any instance, usually within a second, and appears in the deliveries log. It does not change the subscription's own schedule: to resume a disabled subscription, enable it with PATCH.
          *
          *     Requires an API key with the scope `webhooks:write`.
          */
@@ -703,7 +703,7 @@ export interface components {
          */
         NewWebhook: {
             /**
-             * @description A note for people; not used by the service
+             * @description A note for people; not used by the service (without U+0000)
              * @example Stock sync
              */
             description?: string;
@@ -716,7 +716,7 @@ export interface components {
              */
             events: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled" | "*")[];
             /**
-             * @description Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed
+             * @description Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed. Stored as parsed (`HTTPS://Hooks.Example.com` is `https://hooks.example.com/`)
              * @example https://hooks.example.com/petstore
              */
             url: string;
@@ -914,7 +914,7 @@ export interface components {
              */
             events?: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled" | "*")[];
             /**
-             * @description Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed
+             * @description Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed. Stored as parsed (`HTTPS://Hooks.Example.com` is `https://hooks.example.com/`)
              * @example https://hooks.example.com/petstore
              */
             url?: string;
@@ -4309,7 +4309,26 @@ export interface operations {
             };
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
+            /** @description Too many requests, or 100 retries of this subscription are queued already */
+            429: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "100 retries of webhook 7 are queued already; retry once they are made",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

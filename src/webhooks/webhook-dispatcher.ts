@@ -8,9 +8,15 @@ import type { WebhookMetrics } from './webhook-metrics.js'
 import { messageIdOf, signDelivery } from './webhook-signature.js'
 import type { DeliveryAnswer, WebhookTransport } from './webhook-transport.js'
 import {
-  anyEnabledWebhook, completeRedelivery, findDeliveryTarget, leaseDueWebhooks, leaseRedeliveries, nextAttemptNumber, readLeasedWebhook, recordAttempt,
+  anyEnabledWebhook, completeRedelivery, findDeliveryTarget, leaseDueWebhooks, leaseRedeliveries, nextAttemptNumber, readLeasedWebhook, recordAttempt, renewLease,
   releaseWebhook, type AfterAttempt, type AttemptRecord, type LeasedRedelivery, type LeasedWebhook
 } from './webhook-queue.js'
+
+/** A lease a worker holds, and when it last pushed its end back. */
+interface HeldLease {
+  token: string
+  renewedAt: number
+}
 
 export interface WebhookDispatcherOptions {
   /** How often the store is asked for subscriptions with events due. */
@@ -23,6 +29,11 @@ export interface WebhookDispatcherOptions {
   retrySchedule: readonly number[]
 }
 
+// A lease older than this is renewed before an attempt, which with its guard lasts 11 s at most
+// (the lease is 15 s).
+const RENEW_AFTER_MS = 2000
+// The longest a subscription keeps a slot while others may wait (see #deliverAll).
+const TURN_MS = 2000
 // A wake-up looks for work at most this often, however many changes are committed meanwhile.
 const WAKE_MS = 20
 // Events read at a time; the subscription is read again before each batch, so a change of its URL,
@@ -45,6 +56,7 @@ export class WebhookDispatcher {
   // Whether any subscription was enabled at the last tick: without one, a wake-up has nothing to do.
   #anyEnabled = false
   #leasing: Promise<void> | undefined
+  #redelivering = 0
 
   constructor (
     private readonly db: Db,
@@ -96,8 +108,14 @@ export class WebhookDispatcher {
     if (free <= 0) return
     const now = this.#now()
     const leaseUntil = this.#later(this.options.leaseMs)
-    for (const redelivery of await leaseRedeliveries(this.db, { now, leaseUntil, limit: free })) {
-      this.#track(this.#redeliver(redelivery))
+    // Asked-for retries take a quarter of the slots at most: however many are queued, the
+    // subscriptions' own deliveries keep the rest.
+    const redeliverySlots = Math.max(1, Math.floor(this.options.concurrency / 4)) - this.#redelivering
+    if (redeliverySlots > 0) {
+      for (const redelivery of await leaseRedeliveries(this.db, { now, leaseUntil, limit: Math.min(free, redeliverySlots) })) {
+        this.#redelivering++
+        this.#track(this.#redeliver(redelivery).finally(() => { this.#redelivering-- }))
+      }
     }
     const stillFree = this.options.concurrency - this.#working.size
     if (stillFree <= 0) return
@@ -118,8 +136,14 @@ export class WebhookDispatcher {
     this.#working.add(tracked)
   }
 
-  /** Delivers a leased subscription's events in order while they succeed, a batch at a time, then gives the lease up. */
+  /**
+   * Delivers a leased subscription's events in order while they succeed, a batch at a time, for a
+   * turn of 2 s at most (its last attempt may run past it), then gives the lease up: a subscription
+   * with a backlog behind a slow receiver takes its turn with the others instead of keeping a slot.
+   */
   async #deliverAll (id: bigint, leaseToken: string): Promise<void> {
+    const turnEnds = performance.now() + TURN_MS
+    const lease: HeldLease = { token: leaseToken, renewedAt: performance.now() }
     for (;;) {
       const webhook = await readLeasedWebhook(this.db, id, leaseToken, this.#now())
       if (webhook === undefined) return await releaseWebhook(this.db, id, leaseToken)
@@ -129,25 +153,36 @@ export class WebhookDispatcher {
       const { events, more } = await findEvents(this.db, { afterId: webhook.deliveredThrough, types, limit: BATCH })
       const inReach = events.filter((event) => event.id <= last)
       for (const [index, event] of inReach.entries()) {
-        const delivered = await this.#deliverOne(webhook, leaseToken, event, index === 0 ? webhook.attempt + 1 : 1)
+        const delivered = await this.#deliverOne(webhook, lease, event, index === 0 ? webhook.attempt + 1 : 1)
         if (!delivered) return
+        if (performance.now() > turnEnds && (more || index < inReach.length - 1)) {
+          return await releaseWebhook(this.db, id, leaseToken, { dueAt: this.#now() })
+        }
       }
-      if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, leaseToken, last)
+      if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, leaseToken, { deliveredThrough: last })
     }
   }
 
   /** One attempt at an event; true when it was delivered and the lease is still held. */
-  async #deliverOne (webhook: LeasedWebhook, leaseToken: string, event: StoredEvent, attempt: number): Promise<boolean> {
+  async #deliverOne (webhook: LeasedWebhook, lease: HeldLease, event: StoredEvent, attempt: number): Promise<boolean> {
+    // Reading the store may have taken a while: the lease must outlast the attempt, or another
+    // instance could send the same event beside it.
+    if (performance.now() - lease.renewedAt > RENEW_AFTER_MS) {
+      if (!await renewLease(this.db, webhook.id, lease.token, this.#later(this.options.leaseMs))) return false
+      lease.renewedAt = performance.now()
+    }
     const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
     if (answer === undefined) {
-      await releaseWebhook(this.db, webhook.id, leaseToken)
+      await releaseWebhook(this.db, webhook.id, lease.token)
       return false
     }
     const after = this.#after(answer, event.id, attempt)
-    const { held, goOn } = await recordAttempt(this.db, webhook.id, leaseToken, this.#record(event.id, attempt, answer), after)
-    this.metrics?.attempted(answer, event.occurredAt, this.clock.now())
+    const { held, goOn } = await recordAttempt(this.db, webhook.id, lease.token, this.#record(event.id, attempt, answer), after)
+    this.metrics?.attempted(answer, this.clock.now(), event.occurredAt)
+    // The record extended the lease.
+    lease.renewedAt = performance.now()
     // Disabled by a PATCH while the event was on its way: delivered, and the rest waits.
-    if (held && !goOn) await releaseWebhook(this.db, webhook.id, leaseToken)
+    if (held && !goOn) await releaseWebhook(this.db, webhook.id, lease.token)
     return goOn
   }
 
@@ -169,7 +204,7 @@ export class WebhookDispatcher {
     if (answer === undefined) return
     const attempt = await nextAttemptNumber(this.db, redelivery.webhookId, event.id)
     await completeRedelivery(this.db, redelivery, this.#record(event.id, attempt, answer))
-    this.metrics?.attempted(answer, event.occurredAt, this.clock.now())
+    this.metrics?.attempted(answer, this.clock.now())
   }
 
   /** The receiver's answer, or undefined when a shutdown aborted the attempt. */

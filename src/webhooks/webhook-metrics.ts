@@ -28,9 +28,10 @@ export class WebhookMetrics {
     })
   }
 
-  attempted (answer: DeliveryAnswer, occurredAt: string, now: number): void {
+  /** An attempt made; `occurredAt`, the time of the change, for an attempt of the subscription's own (not a retry asked for). */
+  attempted (answer: DeliveryAnswer, now: number, occurredAt?: string): void {
     const delivered = answer.error === undefined
     this.#attempts.inc({ outcome: delivered ? 'delivered' : 'failed' })
-    if (delivered) this.#latency.observe((now - Date.parse(occurredAt)) / 1000)
+    if (delivered && occurredAt !== undefined) this.#latency.observe((now - Date.parse(occurredAt)) / 1000)
   }
 }

@@ -103,14 +103,27 @@ async function insertAttempt (trx: Db, webhookId: bigint, record: AttemptRecord)
 }
 
 /**
- * Gives the lease up, moving the position to `deliveredThrough` (events up to it were delivered or
- * were not of the subscription's types) when given.
+ * Gives the lease up; `deliveredThrough` moves the position (events up to it were delivered or were
+ * not of the subscription's types), `dueAt` puts the subscription behind those due before it.
  */
-export async function releaseWebhook (db: Db, webhookId: bigint, leaseToken: string, deliveredThrough?: bigint): Promise<void> {
+export async function releaseWebhook (db: Db, webhookId: bigint, leaseToken: string, { deliveredThrough, dueAt }: { deliveredThrough?: bigint, dueAt?: string } = {}): Promise<void> {
   await db.updateTable('webhooks')
-    .set({ lease_until: '', lease_token: null, ...(deliveredThrough !== undefined && { delivered_through: deliveredThrough }) })
+    .set({
+      lease_until: '',
+      lease_token: null,
+      ...(deliveredThrough !== undefined && { delivered_through: deliveredThrough }),
+      ...(dueAt !== undefined && { next_attempt_at: dueAt })
+    })
     .where('id', '=', webhookId).where('lease_token', '=', leaseToken)
     .execute()
+}
+
+/** Pushes the lease's end back to `leaseUntil` if this instance still holds it; false when it does not. */
+export async function renewLease (db: Db, webhookId: bigint, leaseToken: string, leaseUntil: string): Promise<boolean> {
+  const { numUpdatedRows } = await db.updateTable('webhooks').set({ lease_until: leaseUntil })
+    .where('id', '=', webhookId).where('lease_token', '=', leaseToken)
+    .executeTakeFirst()
+  return numUpdatedRows > 0n
 }
 
 /**
@@ -154,11 +167,15 @@ export async function nextAttemptNumber (db: Db, webhookId: bigint, eventId: big
   return Number(row.last) + 1
 }
 
-/** Logs a redelivery's attempt and removes it from the queue, in one transaction (only the log when the attempt could not be made). */
+/**
+ * Removes a redelivery from the queue and logs its attempt, in one transaction; no attempt is logged
+ * when none could be made, or when the subscription was deleted meanwhile.
+ */
 export async function completeRedelivery (db: Db, redelivery: LeasedRedelivery, record: AttemptRecord | undefined): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx.deleteFrom('webhook_redeliveries').where('id', '=', redelivery.id).execute()
-    if (record !== undefined) await insertAttempt(trx, redelivery.webhookId, record)
+    const subscribed = await trx.selectFrom('webhooks').select('id').where('id', '=', redelivery.webhookId).executeTakeFirst()
+    if (record !== undefined && subscribed !== undefined) await insertAttempt(trx, redelivery.webhookId, record)
   })
 }
 

@@ -16,8 +16,26 @@ export interface WebhookNetwork {
   ca?: string | undefined
 }
 
+// The system resolver runs on libuv's four threads, which a lookup holds until it ends however long
+// its name servers take: webhook lookups use two at most, so that the store's and Redis's connections
+// always find one.
+const MAX_LOOKUPS = 2
+let lookups = 0
+const waitingLookups: Array<() => void> = []
+
+async function limitedLookup (hostname: string): Promise<string[]> {
+  if (lookups >= MAX_LOOKUPS) await new Promise<void>((resolve) => waitingLookups.push(resolve))
+  lookups++
+  try {
+    return (await lookup(hostname, { all: true, verbatim: true })).map(({ address }) => address)
+  } finally {
+    lookups--
+    waitingLookups.shift()?.()
+  }
+}
+
 export const systemNetwork: WebhookNetwork = {
-  resolve: async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map(({ address }) => address),
+  resolve: limitedLookup,
   dial: (address, port) => netConnect({ host: address, port })
 }
 
@@ -36,7 +54,8 @@ export async function checkedAddresses (network: WebhookNetwork, hostname: strin
   if (addresses.length === 0) throw new RefusedAddressError(`${hostname} has no address`)
   const refused = allowPrivate ? undefined : addresses.find((address) => !isPublicAddress(address))
   if (refused !== undefined) {
-    throw new RefusedAddressError(literal === undefined ? `${hostname} resolves to ${refused}, which is not a public address` : `${refused} is not a public address`)
+    // The address a name resolves to is not told: a caller could map a private network's names with it.
+    throw new RefusedAddressError(literal === undefined ? `${hostname} resolves to an address that is not public` : `${refused} is not a public address`)
   }
   return addresses
 }
@@ -58,6 +77,8 @@ export interface WebhookTransportOptions {
 // fail the next delivery with ECONNRESET.
 const IDLE_SOCKET_MS = 4000
 const MAX_ERROR_LENGTH = 300
+// How long past the timeout an attempt is given up whatever its request does.
+const GUARD_MS = 1000
 
 /**
  * POSTs deliveries. The address check happens in the agents' connection stage, on the very address
@@ -95,6 +116,10 @@ export class WebhookTransport {
     if (!secure && !this.options.allowPrivate) return { error: 'http is refused: webhooks use https (WEBHOOK_ALLOW_PRIVATE is off)', durationMs: 0 }
     const send = secure ? httpsRequest : httpRequest
     return await new Promise<DeliveryAnswer>((resolve) => {
+      const settle = (answer: Omit<DeliveryAnswer, 'durationMs'>) => {
+        clearTimeout(guard)
+        resolve({ ...answer, durationMs: durationMs() })
+      }
       const request = send(url, {
         method: 'POST',
         agent: secure ? this.#httpsAgent : this.#httpAgent,
@@ -104,10 +129,22 @@ export class WebhookTransport {
         const status = response.statusCode ?? 0
         // The body is not needed; it is read to its end so the connection can serve the next delivery.
         response.resume()
-        response.on('end', () => { resolve(status >= 200 && status < 300 ? { status, durationMs: durationMs() } : { status, error: `HTTP ${status}`, durationMs: durationMs() }) })
-        response.on('error', (error) => { resolve({ status, error: failureOf(error, timeout), durationMs: durationMs() }) })
+        response.on('end', () => { settle(status >= 200 && status < 300 ? { status } : { status, error: `HTTP ${status}` }) })
+        response.on('error', (error) => { settle({ status, error: failureOf(error, timeout) }) })
       })
-      request.on('error', (error) => { resolve({ error: failureOf(error, timeout), durationMs: durationMs() }) })
+      request.on('error', (error) => { settle({ error: failureOf(error, timeout) }) })
+      // Node answers a 101 with this event, else with nothing at all but the socket's end.
+      request.on('upgrade', (_response, socket) => {
+        socket.destroy()
+        settle({ status: 101, error: 'HTTP 101: a switch of protocols is no answer' })
+      })
+      // Settling twice does nothing: this covers a connection that ended without an answer or an error.
+      request.on('close', () => { settle({ error: 'the connection closed without an answer' }) })
+      // The last bound, should an event above never come: a slot of the dispatcher is never held for longer.
+      const guard = setTimeout(() => {
+        request.destroy()
+        settle({ error: 'no answer within the timeout' })
+      }, this.options.timeoutMs + GUARD_MS)
       request.end(body)
     })
   }

@@ -11,16 +11,17 @@ function refused (reason: string): ApiError {
 
 /**
  * Checks a receiver's URL when it is registered or changed: absolute, `https` (or `http` where private
- * addresses are allowed), without credentials, and not naming or resolving to a non-public address.
- * A name that does not resolve now is accepted: every connection checks the address it dials anyway.
+ * addresses are allowed), without credentials, and not naming or resolving to a non-public address;
+ * answers it as parsed, the form stored. A name that does not resolve now is accepted: every
+ * connection checks the address it dials anyway.
  */
-export async function checkWebhookUrl (text: string, network: WebhookNetwork, allowPrivate: boolean): Promise<void> {
+export async function checkWebhookUrl (text: string, network: WebhookNetwork, allowPrivate: boolean): Promise<string> {
   if (!URL.canParse(text)) throw refused('it is not an absolute URL')
   const url = new URL(text)
   const schemes = allowPrivate ? ['https:', 'http:'] : ['https:']
   if (!schemes.includes(url.protocol)) throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, not ${url.protocol.slice(0, -1)}`)
   if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')
-  if (allowPrivate) return
+  if (allowPrivate) return url.href
   let timer: NodeJS.Timeout | undefined
   const timedOut = new Promise<void>((resolve) => { timer = setTimeout(resolve, RESOLVE_TIMEOUT_MS) })
   try {
@@ -30,4 +31,5 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   } finally {
     clearTimeout(timer)
   }
+  return url.href
 }

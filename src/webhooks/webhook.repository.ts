@@ -7,7 +7,7 @@ import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
 import { createdResponse, findClaimedResponse, saveResponse } from '../store/stored-response.js'
 import { newWebhookSecret } from './webhook-signature.js'
 import type { NewWebhook, Webhook, WebhookChanges, WebhookDelivery } from './webhook.schemas.js'
-import type { Selectable } from 'kysely'
+import { sql, type Selectable } from 'kysely'
 
 /** How long a rotated-out secret keeps signing deliveries beside the new one. */
 export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000
@@ -94,18 +94,22 @@ export async function findWebhookPage (db: Db, { afterId = 0n, limit }: { afterI
 }
 
 /**
- * Applies changes; enabling a subscription clears why it was disabled and makes its first undelivered
- * event due at once, with a fresh count of attempts. Undefined when there is no such subscription.
+ * Applies changes. A new URL or new types, or enabling a disabled subscription, make its first
+ * undelivered event due at once with a fresh count of attempts (enabling one that is enabled changes
+ * nothing). Undefined when there is no such subscription.
  */
 export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, events, description, enabled }: WebhookChanges): Promise<Webhook | undefined> {
   const now = isoNow(clock)
+  const fresh = url !== undefined || events !== undefined ? sql<boolean>`true` : enabled === true ? sql<boolean>`state = 'disabled'` : sql<boolean>`false`
   const row = await db.updateTable('webhooks').set({
     updated_at: now,
     ...(url !== undefined && { url }),
     ...(events !== undefined && { event_types: eventTypesColumn(events) }),
     ...(description !== undefined && { description }),
     ...(enabled === false && { state: 'disabled', disabled_reason: null }),
-    ...(enabled === true && { state: 'enabled', disabled_reason: null, attempt: 0, next_attempt_at: now })
+    ...(enabled === true && { state: 'enabled', disabled_reason: null }),
+    attempt: sql<number>`case when ${fresh} then 0 else attempt end`,
+    next_attempt_at: sql<string>`case when ${fresh} then ${now} else next_attempt_at end`
   }).where('id', '=', id).returning(WEBHOOK_COLUMNS).executeTakeFirst()
   return row === undefined ? undefined : webhookOfRow(row)
 }
@@ -162,7 +166,16 @@ export async function findDeliveredEventId (db: Db, webhookId: bigint, deliveryI
   return row?.event_id
 }
 
-/** Asks for one more attempt of an event, made by the dispatcher of any instance. */
-export async function queueRedelivery (db: Db, webhookId: bigint, eventId: bigint): Promise<void> {
-  await db.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' }).execute()
+/**
+ * Asks for one more attempt at an event, made by the dispatcher of any instance (once, however often
+ * it is asked while queued); false when `limit` retries of the subscription are queued already.
+ */
+export async function queueRedelivery (db: Db, webhookId: bigint, eventId: bigint, limit: number): Promise<boolean> {
+  const { count } = await db.selectFrom('webhook_redeliveries').select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()
+  if (Number(count) >= limit) return false
+  await db.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' })
+    .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
+    .execute()
+  return true
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
-import { ApiError, errorExample, errorResponses } from '../errors.js'
+import { ApiError, errorExample, errorResponses, type ErrorResponse } from '../errors.js'
 import { findEvents } from '../events/event.repository.js'
 import { IdempotencyKeyHeaders } from '../idempotency/idempotency-key-header.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
@@ -31,6 +31,8 @@ export interface WebhookRoutesOptions {
   allowPrivate: boolean
   /** Subscriptions there may be, on all instances together. */
   maxWebhooks: number
+  /** Retries asked for and not yet made, per subscription. */
+  maxQueuedRetries: number
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
 }
@@ -50,6 +52,13 @@ const LIMIT_REACHED = {
   example: 'There are 100 webhooks, the most there may be; delete one first'
 } as const
 const URL_REFUSED_OR_KEY_REUSED = { ...URL_REFUSED, description: `${URL_REFUSED.description}; or the \`Idempotency-Key\` was used before with another body` }
+const RETRIES_QUEUED: ErrorResponse = {
+  status: 429,
+  description: 'Too many requests, or 100 retries of this subscription are queued already',
+  code: 'rate_limited',
+  example: '100 retries of webhook 7 are queued already; retry once they are made',
+  headers: ['Retry-After']
+}
 const WEBHOOK_ID_INVALID = errorExample(400, 'Path parameter `webhookId` must be an integer from 1 to 9223372036854775807')
 const WEBHOOK_NOT_FOUND = errorExample(404, 'No webhook with id 7')
 const DELIVERY_NOT_FOUND = errorExample(404, 'No delivery with id 311 of webhook 7')
@@ -76,7 +85,7 @@ function limitReached (limit: number): ApiError {
 
 /** Webhooks (beta): subscriptions that have events POSTed to a URL, signed after Standard Webhooks. */
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, options) => {
-  const { db, clock, webhooksCursor, deliveriesCursor, idempotentCreates, network, allowPrivate, maxWebhooks, apiUrl } = options
+  const { db, clock, webhooksCursor, deliveriesCursor, idempotentCreates, network, allowPrivate, maxWebhooks, maxQueuedRetries, apiUrl } = options
   const webhookUrlPrefix = apiUrl('/webhooks/')
 
   app.post('/webhooks', {
@@ -98,17 +107,17 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       }
     }
   }, async (request, reply) => {
-    await checkWebhookUrl(request.body.url, network, allowPrivate)
+    const subscription = { ...request.body, url: await checkWebhookUrl(request.body.url, network, allowPrivate) }
     const idempotencyKey = request.headers['idempotency-key']
     if (idempotencyKey === undefined) {
-      const created = await createWebhook(db, clock, request.body, maxWebhooks)
+      const created = await createWebhook(db, clock, subscription, maxWebhooks)
       if (created.outcome === 'limit_reached') throw limitReached(maxWebhooks)
       if (created.outcome !== 'created') throw new Error('a create without an idempotency key was replayed')
       reply.code(201).header('location', `${webhookUrlPrefix}${created.webhook.id}`)
       return created.webhook
     }
     const result = await idempotentCreates.create(request.apiKeyId, idempotencyKey, request.body, webhookUrlPrefix, async (claim) => {
-      const created = await createWebhook(db, clock, request.body, maxWebhooks, claim)
+      const created = await createWebhook(db, clock, subscription, maxWebhooks, claim)
       if (created.outcome === 'limit_reached') throw limitReached(maxWebhooks)
       return created
     })
@@ -166,8 +175,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     }
   }, async (request) => {
     const { webhookId } = request.params
-    if (request.body.url !== undefined) await checkWebhookUrl(request.body.url, network, allowPrivate)
-    return orNotFound(await updateWebhook(db, clock, webhookId, request.body), webhookId)
+    const changes = request.body.url === undefined ? request.body : { ...request.body, url: await checkWebhookUrl(request.body.url, network, allowPrivate) }
+    return orNotFound(await updateWebhook(db, clock, webhookId, changes), webhookId)
   })
 
   app.delete('/webhooks/:webhookId', {
@@ -234,13 +243,13 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       ...BETA,
       operationId: 'retryWebhookDelivery',
       summary: 'Send an attempt\'s event again (beta)',
-      description: 'Queues one more attempt at the event of this attempt, with the same `webhook-id`, whatever the subscription\'s state; ' +
-        'it is made within a second or so by any instance and appears in the deliveries log. It does not change the subscription\'s own schedule: ' +
-        'to resume a disabled subscription, enable it with PATCH.',
+      description: 'Queues one more attempt at the event of this attempt, with the same `webhook-id`, whatever the subscription\'s state ' +
+        '(once, however often it is asked while queued; 100 queued per subscription at most); it is made by any instance, usually within a second, ' +
+        'and appears in the deliveries log. It does not change the subscription\'s own schedule: to resume a disabled subscription, enable it with PATCH.',
       params: DeliveryIdParams,
       response: {
         202: { ...RetryQueued, description: 'The attempt is queued' },
-        ...errorResponses(errorExample(400, 'Path parameter `deliveryId` must be an integer from 1 to 9223372036854775807'), 401, 403, DELIVERY_NOT_FOUND, EVENT_EXPIRED, 413, 415, 429, 500, 503)
+        ...errorResponses(errorExample(400, 'Path parameter `deliveryId` must be an integer from 1 to 9223372036854775807'), 401, 403, DELIVERY_NOT_FOUND, EVENT_EXPIRED, 413, 415, RETRIES_QUEUED, 500, 503)
       }
     }
   }, async (request, reply) => {
@@ -249,7 +258,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     if (eventId === undefined) throw new ApiError(404, 'not_found', `No delivery with id ${deliveryId} of webhook ${webhookId}`)
     const { events: [event] } = await findEvents(db, { afterId: eventId - 1n, types: undefined, limit: 1 })
     if (event?.id !== eventId) throw new ApiError(410, 'events_expired', `Event ${eventId} is no longer kept; it cannot be sent again`)
-    await queueRedelivery(db, webhookId, eventId)
+    if (!await queueRedelivery(db, webhookId, eventId, maxQueuedRetries)) {
+      throw new ApiError(429, 'rate_limited', `${maxQueuedRetries} retries of webhook ${webhookId} are queued already; retry once they are made`, {
+        headers: { 'retry-after': '10' }
+      })
+    }
     return reply.code(202).send({ webhookId, eventId })
   })
 }

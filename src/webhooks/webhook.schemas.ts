@@ -11,7 +11,8 @@ const Nullable = (schema: ReturnType<typeof Type.String>) => Type.Union([schema,
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed',
+  pattern: '^[^\\u0000]*$',
+  description: 'Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed. Stored as parsed (`HTTPS://Hooks.Example.com` is `https://hooks.example.com/`)',
   examples: ['https://hooks.example.com/petstore']
 })
 const EventTypes = Type.Array(Type.Enum([...EVENT_TYPES, '*'], { type: 'string' }), {
@@ -21,7 +22,7 @@ const EventTypes = Type.Array(Type.Enum([...EVENT_TYPES, '*'], { type: 'string' 
   description: 'The event types delivered, or `["*"]` for every type, those added later included',
   examples: [['pet.created', 'pet.status_changed']]
 })
-const Description = Type.String({ maxLength: 500, description: 'A note for people; not used by the service', examples: ['Stock sync'] })
+const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000]*$', description: 'A note for people; not used by the service (without U+0000)', examples: ['Stock sync'] })
 const Secret = Type.String({
   pattern: '^whsec_[A-Za-z0-9+/=]+$',
   description: 'The signing secret (Standard Webhooks): give it to the receiver\'s verification library. Shown only here; it cannot be read again',

@@ -151,3 +151,19 @@ test('a receiver that hangs holds up neither the API nor other subscriptions', a
   assert.ok(Date.now() - started < 5000, 'the healthy receiver got every event while the other hung')
   assert.equal(hung.received.length, 1, 'the hung subscription waits for its one attempt')
 })
+
+test('a slow receiver with a backlog takes turns with the other subscriptions instead of keeping the one slot', async (t) => {
+  const testApp = await build(t, { env: ENV, limits: { webhookPollMs: 20, webhookConcurrency: 1 } })
+  const slow = await startReceiver(t)
+  slow.hold = () => new Promise<void>((resolve) => setTimeout(resolve, 300))
+  const healthy = await startReceiver(t)
+  for (const receiver of [slow, healthy]) {
+    await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url: receiver.url, events: ['*'] } })
+  }
+  const started = Date.now()
+  for (let i = 0; i < 30; i++) await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: `Pet ${i}`, categoryId: 3 } })
+  // The slow receiver alone takes 9 s over its 30 events; turns end after 2 s.
+  await healthy.waitFor(30, 8000)
+  assert.ok(Date.now() - started < 5000, `the healthy receiver had every event after ${Date.now() - started} ms`)
+  assert.ok(slow.received.length < 30, 'while the slow one was still behind')
+})

@@ -15,7 +15,7 @@ const PUBLIC_ADDRESS = '93.184.216.34'
 
 const BLOCKED = [
   '127.0.0.1', '127.1.2.3', '10.0.0.7', '172.16.5.4', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '198.18.0.1',
-  '::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.7', '64:ff9b::a00:7', '::'
+  '::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.7', '64:ff9b::a00:7', '::', '::7f00:1', '::a9fe:a9fe', '2001:db8::1'
 ]
 
 /** A network whose names resolve as `names` says, and whose dial stage records the address and connects to 127.0.0.1:`port`. */
@@ -75,10 +75,11 @@ test('a host name resolving to an address that is not public is refused with 422
   names.set('mixed.example.test', [PUBLIC_ADDRESS, '10.0.0.7'])
   names.set('localhost', ['127.0.0.1', '::1'])
   const testApp = await appOn(t, fakeNetwork(names, () => 0))
-  for (const [name, [address]] of names) {
+  for (const name of names.keys()) {
     const response = await register(testApp, `https://${name}/hook`)
     assert.equal(response.statusCode, 422, name)
-    if (name.startsWith('internal-')) assert.match(errorOf(response).message, new RegExp(`${name} resolves to ${address!.replace(/[.]/g, '\\.')}, which is not a public address`))
+    // The address is not told: the caller could map a private network's names with it.
+    if (name.startsWith('internal-')) assert.equal(errorOf(response).message, `The webhook URL is refused: ${name} resolves to an address that is not public; webhooks reach public addresses only`)
   }
 })
 
@@ -108,7 +109,7 @@ test('the check is made on the address dialled at each connection: a public rece
     await sleep(20)
     log = (await testApp.app.inject({ url: `/v1/webhooks/${reboundId}/deliveries`, headers: testApp.auth })).json()
   }
-  assert.equal(log[0]?.error, 'rebound.example.test resolves to 10.0.0.7, which is not a public address')
+  assert.equal(log[0]?.error, 'rebound.example.test resolves to an address that is not public')
   assert.deepEqual(network.dialled, [PUBLIC_ADDRESS], 'only the public address was dialled, once')
   assert.equal(receiver.received.length, 1)
   assert.equal((await testApp.app.inject({ url: `/v1/webhooks/${id}`, headers: testApp.auth })).json().lastError, null)

@@ -90,7 +90,7 @@ forEachStore((store) => {
     const receiver = await startReceiver(t)
     await subscribe(testApp, { url: receiver.url, events: ['pet.created'] })
     await sleep(2200) // a look for work has seen the subscription
-    const latencies = []
+    const latencies: number[] = []
     for (let i = 0; i < 3; i++) {
       const started = Date.now()
       await createPet(testApp, { name: `Pet ${i}`, categoryId: 1 })
@@ -201,6 +201,75 @@ forEachStore((store) => {
     assert.match((await deliveries(testApp, refused))[0]!.error!, /ECONNREFUSED/)
   })
 
+  test('a 101 answer and a connection closed without an answer are failed attempts, not hangs', async (t) => {
+    const testApp = await build(t, { store, env: { ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '1d' }, limits: { webhookPollMs: 20 } })
+    const { createServer } = await import('node:net')
+    const servers = [
+      createServer((socket) => { socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')) }),
+      createServer((socket) => { socket.once('data', () => socket.end()) })
+    ]
+    const ids: number[] = []
+    for (const server of servers) {
+      server.listen(0, '127.0.0.1')
+      t.after(() => { server.close() })
+      await new Promise((resolve) => server.once('listening', resolve))
+      ids.push((await subscribe(testApp, { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, events: ['*'] })).json().id)
+    }
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    const [upgraded, closed] = ids as [number, number]
+    await until('both attempts are logged', async () => (await deliveries(testApp, upgraded)).length === 1 && (await deliveries(testApp, closed)).length === 1, 5000)
+    assert.deepEqual((await deliveries(testApp, upgraded)).map(({ responseStatus, error }) => ({ responseStatus, error })), [
+      { responseStatus: 101, error: 'HTTP 101: a switch of protocols is no answer' }
+    ])
+    assert.match((await deliveries(testApp, closed))[0]!.error!, /hang up|closed without an answer/)
+  })
+
+  test('enabling an enabled subscription changes nothing; a new URL is tried at once with a fresh count', async (t) => {
+    const testApp = await buildWithWebhooks(t, store, '50ms,1d')
+    const failing = await startReceiver(t)
+    failing.answers.push(500, 500, 500)
+    const { id } = (await subscribe(testApp, { url: failing.url, events: ['*'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await failing.waitFor(2)
+    await until('the second failure is logged', async () => (await deliveries(testApp, id)).length === 2)
+    await patch(testApp, id, { enabled: true })
+    await sleep(300)
+    assert.equal(failing.received.length, 2, 'the next retry stays a day away')
+    const healthy = await startReceiver(t)
+    await patch(testApp, id, { url: healthy.url })
+    await healthy.waitFor(1)
+    await until('the delivery is logged', async () => (await deliveries(testApp, id)).length === 3)
+    assert.deepEqual((await deliveries(testApp, id)).map(({ attempt, responseStatus }) => ({ attempt, responseStatus })), [
+      { attempt: 1, responseStatus: 204 }, { attempt: 2, responseStatus: 500 }, { attempt: 1, responseStatus: 500 }
+    ])
+  })
+
+  test('a retry asked for twice while queued is made once; past the queue\'s bound, 429', async (t) => {
+    const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 20, maxQueuedRetries: 2 } })
+    const receiver = await startReceiver(t)
+    const { id } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+    for (const name of ['Rex', 'Tom', 'Max']) await createPet(testApp, { name, categoryId: 3 })
+    await receiver.waitFor(3)
+    await until('the attempts are logged', async () => (await deliveries(testApp, id)).length === 3)
+    const [max, tom, rex] = await deliveries(testApp, id)
+    const releases: Array<() => void> = []
+    receiver.hold = () => new Promise<void>((resolve) => { releases.push(resolve) })
+    const retry = async (delivery: { id: number }) => await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/deliveries/${delivery.id}/retry`, headers: testApp.auth })
+    assert.equal((await retry(rex!)).statusCode, 202)
+    await receiver.waitFor(4)
+    assert.equal((await retry(rex!)).statusCode, 202, 'asked again while it is on its way')
+    assert.equal((await retry(tom!)).statusCode, 202)
+    const refused = await retry(max!)
+    assert.equal(refused.statusCode, 429)
+    assert.deepEqual(errorOf(refused), { code: 'rate_limited', message: `2 retries of webhook ${id} are queued already; retry once they are made`, status: 429 })
+    receiver.hold = undefined
+    for (const release of releases) release()
+    await receiver.waitFor(5)
+    await sleep(300)
+    const again = receiver.received.slice(3).map(({ headers }) => headers['webhook-id'])
+    assert.deepEqual(again.sort(), [receiver.received[0]!.headers['webhook-id'], receiver.received[1]!.headers['webhook-id']].sort(), 'Rex once more, and Tom')
+  })
+
   test('a rotated secret signs beside the new one for 24 hours', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
@@ -232,8 +301,9 @@ forEachStore((store) => {
     })
     const reused = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: { ...testApp.auth, 'idempotency-key': 'hook-1' }, payload: { ...body, events: ['*'] } })
     assert.equal(errorOf(reused).code, 'idempotency_key_reused')
-    const second = (await subscribe(testApp, { url: 'https://hooks.example.com/b', events: ['*', 'pet.created'] })).json()
+    const second = (await subscribe(testApp, { url: 'HTTPS://Hooks.Example.COM/b', events: ['*', 'pet.created'] })).json()
     assert.deepEqual(second.events, ['*'])
+    assert.equal(second.url, 'https://hooks.example.com/b', 'kept as parsed')
 
     const page = await testApp.app.inject({ url: '/v1/webhooks?limit=1', headers: testApp.auth })
     assert.equal(page.json().length, 1)
@@ -263,6 +333,8 @@ forEachStore((store) => {
       [{ url: 'https://hooks.example.com/' }, 400],
       [{ url: `https://hooks.example.com/${'x'.repeat(2100)}`, events: ['*'] }, 400],
       [{ url: 'not a url', events: ['*'] }, 422],
+      [{ url: 'https://hooks.example.com/a\u0000b', events: ['*'] }, 400],
+      [{ url: 'https://hooks.example.com/', events: ['*'], description: 'a\u0000b' }, 400],
       [{ url: 'https://user:pass@hooks.example.com/', events: ['*'] }, 422]
     ] as const) {
       const response = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload })

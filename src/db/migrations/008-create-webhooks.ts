@@ -36,6 +36,8 @@ export async function up (db: Kysely<any>): Promise<void> {
     .addColumn('event_id', 'bigint', (col) => col.notNull())
     .addColumn('lease_until', 'text', (col) => col.notNull())
     .execute()
+  // An event asked for again while its retry is queued is queued once.
+  await db.schema.createIndex('webhook_redeliveries_webhook_id_event_id').on('webhook_redeliveries').columns(['webhook_id', 'event_id']).unique().execute()
 }
 
 export async function down (db: Kysely<any>): Promise<void> {
