@@ -36,6 +36,16 @@ async function appOn (t: TestContext, network: WebhookNetwork): Promise<TestApp>
   return await build(t, { env: { RATE_LIMIT_PER_MINUTE: '0', WEBHOOK_RETRY_SCHEDULE: '1d' }, limits: { webhookPollMs: 20 }, webhookNetwork: network })
 }
 
+/** The deliveries log of a subscription once it has an attempt (empty after 5 s without). */
+async function firstAttempts (testApp: TestApp, id: unknown): Promise<Array<{ error: string | null }>> {
+  for (let i = 0; i < 250; i++) {
+    const log = (await testApp.app.inject({ url: `/v1/webhooks/${String(id)}/deliveries`, headers: testApp.auth })).json()
+    if (log.length > 0) return log
+    await sleep(20)
+  }
+  return []
+}
+
 async function register (testApp: TestApp, url: string) {
   return await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url, events: ['*'] } })
 }
@@ -104,11 +114,7 @@ test('the check is made on the address dialled at each connection: a public rece
   new Webhook(secret).verify(delivery!.body, delivery!.headers as Record<string, string>)
 
   const reboundId = rebound.json().id
-  let log: Array<{ error: string | null }> = []
-  for (let i = 0; i < 250 && log.length === 0; i++) {
-    await sleep(20)
-    log = (await testApp.app.inject({ url: `/v1/webhooks/${reboundId}/deliveries`, headers: testApp.auth })).json()
-  }
+  const log = await firstAttempts(testApp, reboundId)
   assert.equal(log[0]?.error, 'rebound.example.test resolves to an address that is not public')
   assert.deepEqual(network.dialled, [PUBLIC_ADDRESS], 'only the public address was dialled, once')
   assert.equal(receiver.received.length, 1)
@@ -121,11 +127,7 @@ test('the test certificate authority is trusted by that network only: without it
   const testApp = await appOn(t, fakeNetwork(new Map([['hooks.example.test', [PUBLIC_ADDRESS]]]), () => receiver.port))
   const { id } = (await register(testApp, receiver.url)).json()
   await createPet(testApp, { name: 'Rex', categoryId: 3 })
-  let log: Array<{ error: string | null }> = []
-  for (let i = 0; i < 250 && log.length === 0; i++) {
-    await sleep(20)
-    log = (await testApp.app.inject({ url: `/v1/webhooks/${id}/deliveries`, headers: testApp.auth })).json()
-  }
+  const log = await firstAttempts(testApp, id)
   assert.match(log[0]?.error ?? '', /certificate/i)
   assert.equal(receiver.received.length, 0)
 })
@@ -136,11 +138,7 @@ test('a subscription to an http URL, made while private addresses were allowed, 
   const testApp = await appOn(t, network)
   const { webhook } = await createWebhook(testApp.db, systemClock, { url: `http://hooks.example.test:${receiver.port}/hook`, events: ['*'] }, 100) as { webhook: { id: bigint } }
   await createPet(testApp, { name: 'Rex', categoryId: 3 })
-  let log: Array<{ error: string | null }> = []
-  for (let i = 0; i < 250 && log.length === 0; i++) {
-    await sleep(20)
-    log = (await testApp.app.inject({ url: `/v1/webhooks/${webhook.id}/deliveries`, headers: testApp.auth })).json()
-  }
+  const log = await firstAttempts(testApp, webhook.id)
   assert.equal(log[0]?.error, 'http is refused: webhooks use https (WEBHOOK_ALLOW_PRIVATE is off)')
   assert.deepEqual(network.dialled, [])
 })
