@@ -13,7 +13,13 @@ export const STORED_RESPONSE_SELECT_LIST = 'request_hash as "requestHash", statu
 
 /** Keeps the answer under its claim, in the caller's transaction (through Kysely: SQLite's hot path has its own statement). */
 export async function saveResponse (trx: Db, claim: IdempotencyClaim, response: StoredResponse, createdAt: string): Promise<void> {
-  await trx.insertInto('idempotency_keys').values({
+  await saveResponses(trx, [{ claim, response }], createdAt)
+}
+
+/** Keeps answers under their claims, in one statement in the caller's transaction. */
+export async function saveResponses (trx: Db, answers: ReadonlyArray<{ claim: IdempotencyClaim, response: StoredResponse }>, createdAt: string): Promise<void> {
+  if (answers.length === 0) return
+  await trx.insertInto('idempotency_keys').values(answers.map(({ claim, response }) => ({
     api_key_id: claim.apiKeyId,
     key: claim.key,
     request_hash: response.requestHash,
@@ -21,7 +27,7 @@ export async function saveResponse (trx: Db, claim: IdempotencyClaim, response: 
     response_body: response.body,
     location: response.location,
     created_at: createdAt
-  }).execute()
+  }))).execute()
 }
 
 /**
