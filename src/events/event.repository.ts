@@ -25,6 +25,12 @@ export async function findEvents (db: Db, { afterId, types, limit }: { afterId: 
   return { events, more }
 }
 
+/** The event with this id, if it is still kept. */
+export async function findEvent (db: Db, id: bigint): Promise<StoredEvent | undefined> {
+  const { events: [event] } = await findEvents(db, { afterId: id - 1n, types: undefined, limit: 1 })
+  return event?.id === id ? event : undefined
+}
+
 /** The greatest event id, 0 when there is none. */
 export async function findLastEventId (db: Db): Promise<bigint> {
   const row = await db.selectFrom('events').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst()

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
-import { findEvents, findLastEventId, type StoredEvent } from '../events/event.repository.js'
+import { findEvent, findEvents, findLastEventId, type StoredEvent } from '../events/event.repository.js'
 import type { EventType } from '../events/event.schemas.js'
 import { retryDelay } from './retry-schedule.js'
 import type { WebhookMetrics } from './webhook-metrics.js'
@@ -196,9 +196,9 @@ export class WebhookDispatcher {
 
   async #redeliver (redelivery: LeasedRedelivery): Promise<void> {
     const target = await findDeliveryTarget(this.db, redelivery.webhookId, this.#now())
-    const [event] = (await findEvents(this.db, { afterId: redelivery.eventId - 1n, types: undefined, limit: 1 })).events
+    const event = await findEvent(this.db, redelivery.eventId)
     // The subscription was deleted, or the event is no longer kept (the retry was accepted before it went).
-    if (target === undefined || event?.id !== redelivery.eventId) return await completeRedelivery(this.db, redelivery, undefined)
+    if (target === undefined || event === undefined) return await completeRedelivery(this.db, redelivery, undefined)
     const answer = await this.#post(target.url, target.secrets, messageIdOf(redelivery.webhookId, event.id), event.json)
     // A shutdown: the redelivery stays queued, and is leased again when its lease runs out.
     if (answer === undefined) return

@@ -2,6 +2,12 @@ import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
 import { isPostgres } from '../db/dialect.js'
 
+/** The secrets a delivery is signed with at `now`: the current one, and the one rotated out while it still signs. */
+function signingSecrets (row: { secret: string, previous_secret: string | null, previous_secret_until: string | null }, now: string): string[] {
+  const stillSigns = row.previous_secret !== null && row.previous_secret_until !== null && row.previous_secret_until > now
+  return stillSigns ? [row.secret, row.previous_secret!] : [row.secret]
+}
+
 /** A subscription an instance holds the lease of, with what it needs to deliver. */
 export interface LeasedWebhook {
   id: bigint
@@ -19,8 +25,7 @@ export async function readLeasedWebhook (db: Db, id: bigint, leaseToken: string,
     .where('id', '=', id).where('lease_token', '=', leaseToken)
     .executeTakeFirst()
   if (row === undefined || row.state !== 'enabled') return undefined
-  const secrets = [row.secret]
-  if (row.previous_secret !== null && row.previous_secret_until !== null && row.previous_secret_until > now) secrets.push(row.previous_secret)
+  const secrets = signingSecrets(row, now)
   return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt) }
 }
 
@@ -155,8 +160,7 @@ export async function leaseRedeliveries (db: Db, { now, leaseUntil, limit }: { n
 export async function findDeliveryTarget (db: Db, webhookId: bigint, now: string): Promise<{ url: string, secrets: string[] } | undefined> {
   const row = await db.selectFrom('webhooks').select(['url', 'secret', 'previous_secret', 'previous_secret_until']).where('id', '=', webhookId).executeTakeFirst()
   if (row === undefined) return undefined
-  const secrets = [row.secret]
-  if (row.previous_secret !== null && row.previous_secret_until !== null && row.previous_secret_until > now) secrets.push(row.previous_secret)
+  const secrets = signingSecrets(row, now)
   return { url: row.url, secrets }
 }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { ApiError, errorExample, errorResponses, type ErrorResponse } from '../errors.js'
-import { findEvents } from '../events/event.repository.js'
+import { findEvent } from '../events/event.repository.js'
 import { IdempotencyKeyHeaders } from '../idempotency/idempotency-key-header.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import { responseHeaders } from '../openapi/response-headers.js'
@@ -256,8 +256,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     const { webhookId, deliveryId } = request.params
     const eventId = await findDeliveredEventId(db, webhookId, deliveryId)
     if (eventId === undefined) throw new ApiError(404, 'not_found', `No delivery with id ${deliveryId} of webhook ${webhookId}`)
-    const { events: [event] } = await findEvents(db, { afterId: eventId - 1n, types: undefined, limit: 1 })
-    if (event?.id !== eventId) throw new ApiError(410, 'events_expired', `Event ${eventId} is no longer kept; it cannot be sent again`)
+    if (await findEvent(db, eventId) === undefined) throw new ApiError(410, 'events_expired', `Event ${eventId} is no longer kept; it cannot be sent again`)
     if (!await queueRedelivery(db, webhookId, eventId, maxQueuedRetries)) {
       throw new ApiError(429, 'rate_limited', `${maxQueuedRetries} retries of webhook ${webhookId} are queued already; retry once they are made`, {
         headers: { 'retry-after': '10' }
