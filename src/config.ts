@@ -17,6 +17,12 @@ export const ConfigSchema = Type.Object({
     description: 'sqlite:PATH (":memory:" for a throw-away store) or postgres://...',
     examples: ['sqlite:PATH', 'sqlite::memory:', 'postgres://USER:PASSWORD@HOST:PORT/DB']
   }),
+  DATABASE_DIRECT_URL: Type.Optional(Type.String({
+    pattern: '^postgres(ql)?://.+$',
+    description: 'PostgreSQL behind a pooler (PgBouncer in transaction mode): a direct connection to the same database, for the change ' +
+      'notifications the read caches listen to (LISTEN); unset, DATABASE_URL is used',
+    examples: ['postgres://USER:PASSWORD@HOST:5432/DB']
+  })),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
   DATABASE_CONNECT_TIMEOUT_MS: Type.Integer({
     minimum: 1,

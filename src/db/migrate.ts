@@ -8,6 +8,7 @@ import * as addApiKeyScopesAndExpiry from './migrations/005-add-api-key-scopes-a
 import * as createCategories from './migrations/006-create-categories.js'
 import * as createEvents from './migrations/007-create-events.js'
 import * as createWebhooks from './migrations/008-create-webhooks.js'
+import * as notifyPetChanges from './migrations/009-notify-pet-changes.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {
@@ -18,7 +19,8 @@ export const MIGRATIONS: Record<string, Migration> = {
   '005-add-api-key-scopes-and-expiry': addApiKeyScopesAndExpiry,
   '006-create-categories': createCategories,
   '007-create-events': createEvents,
-  '008-create-webhooks': createWebhooks
+  '008-create-webhooks': createWebhooks,
+  '009-notify-pet-changes': notifyPetChanges
 }
 
 /** Brings the store's schema to the latest version; safe to run again and from every entry point. */

@@ -8,6 +8,8 @@ import type { Durability, Store, StoreLog } from './store.js'
 const SQLITE_PREFIX = 'sqlite:'
 
 export interface StoreOptions {
+  /** PostgreSQL: a direct connection for LISTEN, when the store's URL is a pooler's. */
+  directUrl?: string | undefined
   /** PostgreSQL connections per instance. */
   poolSize?: number
   /** PostgreSQL: the longest waits for a connection and for a statement. */
@@ -20,8 +22,9 @@ export interface StoreOptions {
 const SILENT: StoreLog = { warn: () => {}, error: () => {} }
 
 /** The store's settings in the configuration. */
-export function storeOptionsFrom (config: Config): Required<Pick<StoreOptions, 'poolSize' | 'deadlines' | 'durability'>> {
+export function storeOptionsFrom (config: Config): Required<Pick<StoreOptions, 'poolSize' | 'deadlines' | 'durability'>> & Pick<StoreOptions, 'directUrl'> {
   return {
+    directUrl: config.DATABASE_DIRECT_URL,
     poolSize: config.DATABASE_POOL_SIZE,
     deadlines: { connectMs: config.DATABASE_CONNECT_TIMEOUT_MS, statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS },
     durability: config.DURABILITY
@@ -32,7 +35,7 @@ const DEFAULTS = storeOptionsFrom(loadConfig({}))
 
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
-  const { poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, clock = systemClock, log = SILENT } = options
+  const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, clock = systemClock, log = SILENT } = options
   if (databaseUrl.startsWith(SQLITE_PREFIX)) return openSqliteStore(databaseUrl.slice(SQLITE_PREFIX.length), { durability, clock, log })
-  return openPostgresStore(databaseUrl, { poolSize, deadlines, clock })
+  return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })
 }

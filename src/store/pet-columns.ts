@@ -26,9 +26,14 @@ export function petOfRow (row: PetRow): Pet {
 /** The pets' columns that answers are made of, under their own names. */
 export const PET_COLUMN_LIST = PET_FIELDS.map(({ column }) => column).join(', ')
 
-/** A SQL expression that builds a pet's JSON object from its columns (`json_object` on SQLite, `json_build_object` on PostgreSQL). */
-export function petJsonSql (jsonObject: 'json_object' | 'json_build_object'): string {
-  return `${jsonObject}(${PET_FIELDS.map(({ field, column }) => `'${field}', ${column}`).join(', ')})`
+/**
+ * A SQL expression for a pet's JSON text, built from its columns: `json_object` on SQLite; on
+ * PostgreSQL, the fields' `to_json` joined as text, because its `json_build_object` spaces its output
+ * (`{"id" : 1}`) and `jsonb` reorders the fields.
+ */
+export function petJsonSql (dialect: 'sqlite' | 'postgres'): string {
+  if (dialect === 'sqlite') return `json_object(${PET_FIELDS.map(({ field, column }) => `'${field}', ${column}`).join(', ')})`
+  return `'{' || ${PET_FIELDS.map(({ field, column }, i) => `'${i === 0 ? '' : ','}"${field}":' || to_json(${column})::text`).join(' || ')} || '}'`
 }
 
 /** The pets' columns a create writes, in the order of `petRowValues`. */

@@ -57,7 +57,7 @@ forEachStore((store) => {
       assert.equal(replay.body, response.body)
       const fetched = await testApp.app.inject({ url: `/v1/pets/${/"id":(\d+)/.exec(response.body)![1]}`, headers: testApp.auth })
       check(fetched.body, 'getPet')
-      assert.equal(fetched.body.replaceAll(/\s/g, ''), response.body.replaceAll(/\s/g, ''))
+      assert.equal(fetched.body, response.body)
     }
     for (const url of ['/v1/pets', '/v1/pets?status=sold&limit=2', '/v1/pets?status=available']) {
       const page = await testApp.app.inject({ url, headers: testApp.auth })

@@ -20,16 +20,19 @@ const EMPTY_RESULT: PostgresQueryResult<never> = { command: 'SELECT', rowCount: 
  * Every transaction also sets the same deadlines on the server (`set local`, which works through
  * PgBouncer in transaction mode, unlike a startup parameter): a statement waiting for a lock held by a
  * frozen instance ends, and so does that instance's transaction, which would otherwise hold the lock.
+ *
+ * `committed` is called when a commit succeeds, before Kysely's transaction resolves. The pool is
+ * ended by its owner, not by Kysely: the store's reads share it.
  */
-export function deadlinePool (pool: Pool, { statementMs }: Deadlines): PostgresPool {
+export function deadlinePool (pool: Pool, { statementMs }: Deadlines, committed: () => void): PostgresPool {
   const begin = `begin; set local statement_timeout = ${statementMs}; set local idle_in_transaction_session_timeout = ${statementMs}`
   return {
-    connect: async () => clientWithDeadlines(await pool.connect(), begin),
-    end: async () => { await pool.end() }
+    connect: async () => clientWithDeadlines(await pool.connect(), begin, committed),
+    end: async () => {}
   }
 }
 
-function clientWithDeadlines (client: PoolClient, begin: string): PostgresPoolClient {
+function clientWithDeadlines (client: PoolClient, begin: string, committed: () => void): PostgresPoolClient {
   let lost = false
   return {
     query: async (sql: string, parameters: readonly unknown[]) => {
@@ -39,7 +42,9 @@ function clientWithDeadlines (client: PoolClient, begin: string): PostgresPoolCl
       try {
         // Kysely sends "begin" without parameters, so pg sends it as a simple query, where several
         // statements may go in one round trip.
-        return await client.query(sql === 'begin' ? begin : sql, parameters as unknown[])
+        const result = await client.query(sql === 'begin' ? begin : sql, parameters as unknown[])
+        if (sql === 'commit') committed()
+        return result
       } catch (error) {
         lost ||= isPostgresConnectionLost(error)
         // Likewise a rollback that fails (times out, say): the connection is destroyed on release,

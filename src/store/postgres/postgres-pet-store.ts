@@ -1,13 +1,13 @@
 import { sql } from 'kysely'
-import { stringify as stringifyExact } from 'lossless-json'
 import { isoNow, type Clock } from '../../clock.js'
 import type { Db } from '../../db/database.js'
 import { IDEMPOTENCY_CLAIM_LOCK, lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
 import { recordEvents, type NewEvent } from '../../events/event-log.js'
 import type { Pet } from '../../pets/pet.schemas.js'
 import { GroupCommit } from '../group-commit.js'
-import { inGivenOrder, PET_INSERT_COLUMNS, PET_SELECT_LIST, petRowValues } from '../pet-columns.js'
+import { inGivenOrder, PET_COLUMN_LIST, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql, petRowValues } from '../pet-columns.js'
 import type { IdempotencyClaim, PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
+import type { StoreReadCache } from '../read-cache.js'
 import { createdResponse, saveResponses, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 
 const PETS = sql.raw(PET_SELECT_LIST)
@@ -16,28 +16,46 @@ const STORED_RESPONSE = sql.raw(STORED_RESPONSE_SELECT_LIST)
 // gathers (pipelined requests are not bounded by the connection limit).
 const ROWS_PER_INSERT = 1000
 
+// The reads' JSON is written by PostgreSQL: parsing 20 rows (int8 into BigInt) and serializing them
+// again cost the instance more than the query. One statement a page, its values bound first
+// status, then category, then the position and the page's size; `more` says whether pets follow.
+const PET_JSON = petJsonSql('postgres')
+const PAGE_STATEMENTS = [false, true].flatMap((byCategory) => [false, true].map((byStatus) => {
+  const values = [...(byStatus ? ['status'] : []), ...(byCategory ? ['category_id'] : [])]
+  const filter = values.map((column, i) => `${column} = $${i + 1} and `).join('')
+  const [after, limit] = [`$${values.length + 1}`, `$${values.length + 2}`]
+  return `with page as (select ${PET_COLUMN_LIST} from pets where ${filter}id > ${after} order by id limit ${limit})
+    select '[' || coalesce(string_agg(${PET_JSON}, ',' order by id), '') || ']' as json, max(id)::text as "lastId",
+      count(*) = ${limit} and exists (select 1 from pets where ${filter}id > (select max(id) from page)) as more
+    from page`
+}))
+const PET_BY_ID = `select ${PET_JSON} as json from pets where id = $1`
+
+/** Runs one statement on the store's connections and returns its rows. */
+export type PostgresRead = <Row>(text: string, values: unknown[]) => Promise<Row[]>
+
 /**
- * Pets on PostgreSQL, where other instances write unseen, so every read goes to the database.
- * Creates are committed in groups, each under the lock that orders pet ids (see lockIdOrder), with a
- * `pet.created` event for each pet.
+ * Pets on PostgreSQL, shared with other instances. Reads are answered from memory while no pet has
+ * changed (`cache`, see PostgresChangeFeed). Creates are committed in groups, each under the lock
+ * that orders pet ids (see lockIdOrder), with a `pet.created` event for each pet.
  */
 export class PostgresPetStore implements PetStore {
   readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
 
-  constructor (private readonly db: Db, private readonly clock: Clock) {}
+  constructor (private readonly db: Db, private readonly read: PostgresRead, private readonly cache: StoreReadCache, private readonly clock: Clock) {}
 
   async findPage ({ status, categoryId, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
-    const byStatus = status === undefined ? sql`` : sql`status = ${status} and`
-    const byCategory = categoryId === undefined ? sql`` : sql`category_id = ${categoryId} and`
-    const { rows: pets } = await sql<Pet>`select ${PETS} from pets where ${byStatus} ${byCategory} id > ${afterId} order by id limit ${limit + 1}`.execute(this.db)
-    const more = pets.length > limit
-    if (more) pets.length = limit
-    return { json: stringifyExact(pets)!, nextAfterId: more ? pets[limit - 1]!.id : undefined }
+    return await this.cache.getAsync(`pets?${status}&${categoryId}&${afterId}&${limit}`, async () => {
+      const filter = [status, categoryId].filter((value) => value !== undefined)
+      const statement = PAGE_STATEMENTS[(status === undefined ? 0 : 1) + (categoryId === undefined ? 0 : 2)]!
+      const [page] = await this.read<{ json: string, lastId: string | null, more: boolean }>(statement, [...filter, afterId, limit])
+      return { json: page!.json, nextAfterId: page!.more ? BigInt(page!.lastId!) : undefined }
+    })
   }
 
   async findById (id: bigint): Promise<string | undefined> {
-    const { rows: [pet] } = await sql<Pet>`select ${PETS} from pets where id = ${id}`.execute(this.db)
-    return pet === undefined ? undefined : stringifyExact(pet)
+    const pet = await this.cache.getAsync(`pet ${id}`, async () => (await this.read<{ json: string }>(PET_BY_ID, [id]))[0])
+    return pet?.json
   }
 
   async create (request: PetCreate): Promise<PetCreated> {

@@ -1,7 +1,10 @@
 import { Kysely, PostgresDialect, sql } from 'kysely'
+import type { Pool } from 'pg'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
-import type { Store } from '../store.js'
+import { StoreReadCache } from '../read-cache.js'
+import type { Store, StoreLog } from '../store.js'
+import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
 
@@ -9,27 +12,46 @@ const PG_INT8 = 20
 const CLIENT_MARGIN_MS = 250
 
 export interface PostgresStoreOptions {
+  /** A direct connection to the database, for what a pooler in transaction mode cannot pass (LISTEN); the store's own URL when unset. */
+  directUrl: string | undefined
   /** Connections this instance keeps at most. */
   poolSize: number
   deadlines: Deadlines
   clock: Clock
+  log: StoreLog
 }
 
-/** Opens a PostgreSQL store over a pool of connections, shared by many instances of the service. */
-export function openPostgresStore (connectionString: string, { poolSize, deadlines, clock }: PostgresStoreOptions): Store {
+/**
+ * Opens a PostgreSQL store over a pool of connections, shared by many instances of the service; its
+ * reads of pets are cached while the change feed says no pet changed (see PostgresChangeFeed).
+ */
+export function openPostgresStore (connectionString: string, { directUrl, poolSize, deadlines, clock, log }: PostgresStoreOptions): Store {
   // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
-  const pool = async () => deadlinePool(await createPool(connectionString, poolSize, deadlines), deadlines)
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  let pool: Promise<Pool> | undefined
+  const connections = async () => await (pool ??= createPool(connectionString, poolSize, deadlines))
+  const feed = new PostgresChangeFeed({
+    connectionString: directUrl ?? connectionString,
+    notify: async (payload) => { await sql`select pg_notify(${PET_CHANGES_CHANNEL}, ${payload})`.execute(db) },
+    connectMs: deadlines.connectMs,
+    log
+  })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: async () => deadlinePool(await connections(), deadlines, () => { feed.changed() }) }) })
+  // The hot reads go to pg without Kysely: a constant statement needs no query builder.
+  const read = async <Row>(text: string, values: unknown[]) => (await (await connections()).query(text, values)).rows as Row[]
   return {
     dialect: 'postgres',
     db,
-    pets: new PostgresPetStore(db, clock),
+    pets: new PostgresPetStore(db, read, new StoreReadCache(() => feed.version()), clock),
     ping: async () => { await sql`select 1`.execute(db) },
-    close: async () => { await db.destroy() }
+    close: async () => {
+      await feed.close()
+      await db.destroy()
+      await (await pool)?.end()
+    }
   }
 }
 
-async function createPool (connectionString: string, poolSize: number, { connectMs, statementMs }: Deadlines) {
+async function createPool (connectionString: string, poolSize: number, { connectMs, statementMs }: Deadlines): Promise<Pool> {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString,

@@ -5,13 +5,13 @@ import { GroupCommit } from '../group-commit.js'
 import { PET_COLUMN_LIST, petJsonSql } from '../pet-columns.js'
 import type { PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues } from '../pet-store.js'
 import type { PetWriterThread } from './pet-writer-thread.js'
-import { StoreReadCache } from './read-cache.js'
+import { StoreReadCache } from '../read-cache.js'
 import type { SqliteConnection } from './sqlite-connection.js'
 import { commitCreates, insertPets } from './sqlite-pet-writes.js'
 
 // SQLite writes the JSON itself: building 20 row objects (with BigInt ids) and serializing them cost
 // more than the query. The SQL is constant, so its statement stays prepared.
-const PET_JSON = petJsonSql('json_object')
+const PET_JSON = petJsonSql('sqlite')
 const PAGE = (filter: string) => `select json_group_array(${PET_JSON}) as json, count(*) as count, max(id) as "lastId" ` +
   `from (select ${PET_COLUMN_LIST} from pets where ${filter} id > ? order by id limit ?)`
 const MORE_AFTER = (filter: string) => `select 1 as more from pets where ${filter} id > ? limit 1`

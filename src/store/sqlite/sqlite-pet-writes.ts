@@ -15,7 +15,7 @@ const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
 
 // The pets' events, written by SQLite from the rows just inserted (no JSON made in JavaScript). SQLite
 // has one writer, so the ids from the first to the last pet of a transaction are all its own.
-const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('json_object')} from pets where id between ? and ? order by id`
+const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('sqlite')} from pets where id between ? and ? order by id`
 
 const DELETE_EXPIRED_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ? and created_at < ?'
 const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ?`

@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto'
+import type { Client } from 'pg'
+import type { StoreLog } from '../store.js'
+
+/** The channel a trigger on the pets table notifies on every change (migration 009). */
+export const PET_CHANGES_CHANNEL = 'petstore_pet_changes'
+
+export interface ChangeFeedOptions {
+  /** A direct connection to PostgreSQL: LISTEN does not work through PgBouncer in transaction mode. */
+  connectionString: string
+  /** Sends a notification on the channel through the connections the writes take (the probe of the path). */
+  notify: (payload: string) => Promise<void>
+  connectMs: number
+  log: StoreLog
+  /** How often the listening connection is checked; a dead one is noticed within this and `probeMs`. */
+  heartbeatMs?: number
+  /** How long a probe may take to come back before the feed counts as lost. */
+  probeMs?: number
+  /** The first wait before connecting again after a loss; it doubles up to 30 s while connecting fails. */
+  retryMs?: number
+}
+
+const MAX_RETRY_MS = 30_000
+const PROBE = 'probe '
+
+/**
+ * What has changed in the pets table of a PostgreSQL store, for the read caches of an instance: a
+ * version that moves with every commit of this instance (at once, see `changed`) and of any other
+ * (when its notification arrives, within milliseconds), or undefined while the notifications might
+ * be missed (not yet listening, connection lost), and then the caches are bypassed.
+ *
+ * Listening starts only when a cache first asks: the CLI and instances that never read pets keep no
+ * connection for it. Before counting on the notifications, the feed sends one through the writes'
+ * own connections and waits for it: through a pooler that cannot pass them (PgBouncer's transaction
+ * mode as the listening connection), the caches stay off rather than stale.
+ */
+export class PostgresChangeFeed {
+  #generation = 0
+  #listening = false
+  #started = false
+  #closed = false
+  #client: Client | undefined
+  #timer: NodeJS.Timeout | undefined
+  #retryMs: number
+  readonly #awaited = new Map<string, () => void>()
+
+  constructor (private readonly options: ChangeFeedOptions) {
+    this.#retryMs = options.retryMs ?? 1000
+  }
+
+  /** What changes with every commit seen, or undefined while commits might go unseen. */
+  version (): string | undefined {
+    if (!this.#started) this.#start()
+    return this.#listening ? String(this.#generation) : undefined
+  }
+
+  /** A commit of this instance: its own reads see it at once, before the notification comes back. */
+  changed (): void {
+    this.#generation++
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    clearTimeout(this.#timer)
+    await this.#client?.end().catch(() => {})
+  }
+
+  #start (): void {
+    this.#started = true
+    this.#connect().catch((err: Error) => { this.#lost(this.#client, err) })
+  }
+
+  async #connect (): Promise<void> {
+    const { default: pg } = await import('pg')
+    const { connectionString, connectMs, heartbeatMs = 5000, probeMs = 2000 } = this.options
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: probeMs, keepAlive: true, application_name: 'petstore change feed' })
+    this.#client = client
+    client.on('notification', ({ payload = '' }) => {
+      // A probe, this instance's or another's, is no change.
+      if (payload.startsWith(PROBE)) this.#awaited.get(payload)?.()
+      else this.#generation++
+    })
+    client.on('error', (err) => { this.#lost(client, err) })
+    client.on('end', () => { this.#lost(client, new Error('the connection ended')) })
+    await client.connect()
+    if (this.#closed) return await client.end()
+    await client.query(`listen ${PET_CHANGES_CHANNEL}`)
+    await this.#probe(probeMs, this.options.notify)
+    this.#listening = true
+    this.#retryMs = this.options.retryMs ?? 1000
+    this.#generation++
+    this.#heartbeat(client, heartbeatMs, probeMs)
+  }
+
+  /** Checks, every `heartbeatMs`, that a notification sent on the listening connection itself comes back. */
+  #heartbeat (client: Client, heartbeatMs: number, probeMs: number): void {
+    this.#timer = setTimeout(() => {
+      const notifyOnListener = async (payload: string) => { await client.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) }
+      this.#probe(probeMs, notifyOnListener)
+        .then(() => { this.#heartbeat(client, heartbeatMs, probeMs) })
+        .catch((err: Error) => { this.#lost(client, err) })
+    }, heartbeatMs).unref()
+  }
+
+  /** Sends a notification of its own by `send` and resolves once it has come back to the listener. */
+  async #probe (probeMs: number, send: (payload: string) => Promise<void>): Promise<void> {
+    const payload = `${PROBE}${randomUUID()}`
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => { reject(new Error(`a notification did not come back within ${probeMs} ms`)) }, probeMs)
+        this.#awaited.set(payload, () => { clearTimeout(timer); resolve() })
+        send(payload).catch((err: Error) => { clearTimeout(timer); reject(err) })
+      })
+    } finally {
+      this.#awaited.delete(payload)
+    }
+  }
+
+  /** Stops counting on `client`'s notifications, and listens again after a wait that grows while it fails. */
+  #lost (client: Client | undefined, err: Error): void {
+    // An old connection's late 'end', or a loss already handled, changes nothing.
+    if (client === undefined || client !== this.#client || this.#closed) return
+    this.#client = undefined
+    this.#listening = false
+    clearTimeout(this.#timer)
+    client.end().catch(() => {})
+    this.options.log.warn({ err }, 'the change notifications of PostgreSQL are not heard: reads go to the database until they are')
+    this.#timer = setTimeout(() => { this.#start() }, this.#retryMs).unref()
+    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS)
+  }
+}
