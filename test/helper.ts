@@ -74,6 +74,19 @@ function postgres (adminUrl: string): TestStore {
   }
 }
 
+/**
+ * When TEST_DATABASE_URL is a pooler's (PgBouncer in transaction mode, as CI runs the suite a second
+ * time), TEST_DATABASE_DIRECT_URL names the server behind it: the same database there, for what needs
+ * a direct connection (DATABASE_DIRECT_URL); undefined otherwise.
+ */
+export function directUrlOf (databaseUrl: string): string | undefined {
+  const direct = process.env.TEST_DATABASE_DIRECT_URL
+  if (direct === undefined || databaseUrl.startsWith('sqlite:')) return undefined
+  const url = new URL(direct)
+  url.pathname = new URL(databaseUrl).pathname
+  return url.toString()
+}
+
 /** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set (CI sets it). */
 export const TEST_STORES: TestStore[] = [SQLITE]
 if (process.env.TEST_DATABASE_URL) TEST_STORES.push(postgres(process.env.TEST_DATABASE_URL))
@@ -85,7 +98,7 @@ export function forEachStore (suite: (store: TestStore) => void): void {
 
 /** Opens the store at `databaseUrl` (four PostgreSQL connections unless told otherwise), closed when the test ends. */
 export function openTestStore (t: TestContext, databaseUrl: string, options: StoreOptions = {}): Store {
-  const store = openStore(databaseUrl, { poolSize: 4, ...options })
+  const store = openStore(databaseUrl, { poolSize: 4, ...options, directUrl: options.directUrl ?? directUrlOf(databaseUrl) })
   defer(t, () => store.close())
   return store
 }

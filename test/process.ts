@@ -3,7 +3,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import type { TestContext } from 'node:test'
-import { defer } from './helper.js'
+import { defer, directUrlOf } from './helper.js'
 
 /** The newest modification time of a file under `dir`. */
 function newestChange (dir: string): number {
@@ -49,7 +49,7 @@ export interface ServerProcess {
 export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command: string[] = [process.execPath, ...CLI, 'serve']): Promise<ServerProcess> {
   const [file, ...args] = command as [string, ...string[]]
   const child = spawn(file, args, {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...directUrlSetting(env), ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stdout = ''
@@ -114,4 +114,10 @@ export interface ListedEvent { id: number, type: string, occurredAt: string, dat
 /** Every event of the event log, oldest first. */
 export async function listAllEvents (baseUrl: string, headers: Record<string, string>): Promise<ListedEvent[]> {
   return await listAll(baseUrl, headers, '/v1/events?limit=1000')
+}
+
+/** DATABASE_DIRECT_URL for a server on a pooler's database (see directUrlOf). */
+function directUrlSetting (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const directUrl = env.DATABASE_URL === undefined ? undefined : directUrlOf(env.DATABASE_URL)
+  return directUrl === undefined ? {} : { DATABASE_DIRECT_URL: directUrl }
 }

@@ -47,6 +47,7 @@ forEachStore((store) => {
 
     // A key made by the CLI works on both at once; revoked, both refuse it within 5 seconds.
     const made = await runCli(['keys', 'create', '--name', 'shared'], env)
+    assert.equal(made.code, 0, made.stderr)
     const key = made.stdout.trimEnd().split('\n').at(-1)!
     const id = /Created API key (\d+)/.exec(made.stdout)![1]!
     for (const server of servers) assert.equal((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status, 200)

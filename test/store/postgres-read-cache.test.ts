@@ -17,9 +17,10 @@ interface Instance {
   create: (categoryId: number) => Promise<number>
 }
 
-async function startInstance (t: TestContext, databaseUrl: string, authorization: () => string): Promise<Instance> {
+/** An instance on `databaseUrl`; through a pooler, its direct connection is the test store's unless `directUrl` says otherwise. */
+async function startInstance (t: TestContext, databaseUrl: string, authorization: () => string, directUrl?: string): Promise<Instance> {
   const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '0' })
-  const store = openTestStore(t, databaseUrl, storeOptionsFrom(config))
+  const store = openTestStore(t, databaseUrl, { ...storeOptionsFrom(config), directUrl })
   await migrateToLatest(store.db)
   const app = await buildApp({ config, store, limits: TEST_LIMITS })
   defer(t, () => app.close())
@@ -38,12 +39,13 @@ async function startInstance (t: TestContext, databaseUrl: string, authorization
   }
 }
 
-/** Two instances of the service on one new database, and a connection of the test's own to it. */
-async function twoInstances (t: TestContext, postgres: (typeof TEST_STORES)[number]) {
+/** Two instances of the service on one new database (listening through DATABASE_URL when `withoutDirectUrl`), and a connection of the test's own to it. */
+async function twoInstances (t: TestContext, postgres: (typeof TEST_STORES)[number], { withoutDirectUrl = false } = {}) {
   const databaseUrl = await postgres.databaseUrl(t)
+  const directUrl = withoutDirectUrl ? databaseUrl : undefined
   let authorization = ''
-  const a = await startInstance(t, databaseUrl, () => authorization)
-  const b = await startInstance(t, databaseUrl, () => authorization)
+  const a = await startInstance(t, databaseUrl, () => authorization, directUrl)
+  const b = await startInstance(t, databaseUrl, () => authorization, directUrl)
   const admin = new pg.Client({ connectionString: databaseUrl })
   await admin.connect()
   defer(t, () => admin.end())
@@ -141,5 +143,19 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
       // Listening again (a second later), the instance caches again.
       await untilCaching(b, setup, 5000)
     })
+
+    // CI runs the suites a second time through PgBouncer in transaction mode, with the server behind it as TEST_DATABASE_DIRECT_URL.
+    if (process.env.TEST_DATABASE_DIRECT_URL !== undefined) {
+      test('through PgBouncer without DATABASE_DIRECT_URL, notifications cannot be trusted: the cache stays off and reads are fresh', async (t) => {
+        const setup = await twoInstances(t, postgres, { withoutDirectUrl: true })
+        for (let i = 0; i < 20; i++) {
+          const category = setup.newCategory()
+          assert.deepEqual(await setup.b.petsOf(category), [])
+          await setup.insertUnannounced(category)
+          assert.equal((await setup.b.petsOf(category)).length, 1)
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+      })
+    }
   })
 }

@@ -1,11 +1,12 @@
-import { Kysely, PostgresDialect, sql } from 'kysely'
-import type { Pool } from 'pg'
+import { Kysely, sql } from 'kysely'
+import type { Client, Pool } from 'pg'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
 import { StoreReadCache } from '../read-cache.js'
 import type { Store, StoreLog } from '../store.js'
 import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
+import { TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
 
 const PG_INT8 = 20
@@ -27,15 +28,20 @@ export interface PostgresStoreOptions {
  */
 export function openPostgresStore (connectionString: string, { directUrl, poolSize, deadlines, clock, log }: PostgresStoreOptions): Store {
   // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
-  let pool: Promise<Pool> | undefined
-  const connections = async () => await (pool ??= createPool(connectionString, poolSize, deadlines))
+  let shared: Promise<Pool> | undefined
+  let closed = false
+  const connections = async () => {
+    if (closed) throw new Error('The PostgreSQL store is closed')
+    return await (shared ??= createPool(connectionString, poolSize, deadlines))
+  }
   const feed = new PostgresChangeFeed({
     connectionString: directUrl ?? connectionString,
     notify: async (payload) => { await sql`select pg_notify(${PET_CHANGES_CHANNEL}, ${payload})`.execute(db) },
     connectMs: deadlines.connectMs,
     log
   })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: async () => deadlinePool(await connections(), deadlines, () => { feed.changed() }) }) })
+  const pool = async () => deadlinePool(await connections(), deadlines, () => { feed.changed() })
+  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs)) })
   // The hot reads go to pg without Kysely: a constant statement needs no query builder.
   const read = async <Row>(text: string, values: unknown[]) => (await (await connections()).query(text, values)).rows as Row[]
   return {
@@ -44,9 +50,11 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
     pets: new PostgresPetStore(db, read, new StoreReadCache(() => feed.version()), clock),
     ping: async () => { await sql`select 1`.execute(db) },
     close: async () => {
+      if (closed) return
+      closed = true
       await feed.close()
       await db.destroy()
-      await (await pool)?.end()
+      await (await shared)?.end()
     }
   }
 }
@@ -69,4 +77,13 @@ async function createPool (connectionString: string, poolSize: number, { connect
   pool.on('error', () => {})
   pool.on('connect', (client) => { client.on('error', () => {}) })
   return pool
+}
+
+/** A connection of its own, outside the pool (see TransactionLockDialect). */
+async function connectOnce (connectionString: string, connectMs: number): Promise<Client> {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs })
+  client.on('error', () => {}) // a lost connection fails the lock's query, or frees the lock
+  await client.connect()
+  return client
 }
