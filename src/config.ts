@@ -41,6 +41,12 @@ export const ConfigSchema = Type.Object({
     description: 'default: commits survive a crash of the process; strict: also a power loss (SQLite synchronous=FULL)'
   }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  WEB_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 256,
+    default: 1,
+    description: 'processes serving the API on the one port (node:cluster), one per core to use; their metrics are summed on METRICS_PORT'
+  }),
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
   LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {

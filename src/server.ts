@@ -1,4 +1,6 @@
+import cluster from 'node:cluster'
 import { once } from 'node:events'
+import type { Server } from 'node:http'
 import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
@@ -6,24 +8,48 @@ import { buildApp } from './app.js'
 import { commandName } from './cli/command-name.js'
 import { ConfigError, type Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
+import type { Logger } from 'pino'
 import { createLogger } from './logger.js'
-import { createMetrics, createMetricsServer } from './metrics/metrics.js'
+import { createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
+import type { Store } from './store/store.js'
+import { superviseWorkers } from './workers.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
-/** Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and exits 0. */
+/**
+ * Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and
+ * exits 0. With WEB_CONCURRENCY above 1 this process prepares the store and runs that many workers
+ * (see superviseWorkers), each of which comes back here.
+ */
 export async function serve (config: Config): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL, config.LOG_FORMAT)
+  const worker = cluster.isWorker
+  if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
+    throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
+  }
+  if (config.WEB_CONCURRENCY > 1 && !worker) {
+    const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
+    try {
+      await prepareStore(store, config)
+    } finally {
+      await store.close()
+    }
+    await superviseWorkers(config, logger, { graceMs: SHUTDOWN_GRACE_MS, listenMetrics: async (server) => { await listenMetrics(server, config, logger) } })
+    return
+  }
+
   const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
+  if (worker && metrics !== undefined) reportToPrimary(metrics)
   const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
-  await migrateToLatest(store.db)
-  const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, Date.now()) })
-
+  if (!worker) await prepareStore(store, config)
   const app = await buildApp({ config, store, logger, metrics })
-  const metricsServer = metrics === undefined ? undefined : createMetricsServer(metrics)
+  const metricsServer = metrics === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+  // A worker stops when the primary process tells it (SIGTERM), not on the terminal's Ctrl-C, which
+  // reaches every process of the group: the primary turns that into one SIGTERM each.
+  if (worker) process.on('SIGINT', () => {})
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: worker ? ['SIGINT'] : [] }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
     else app.log.info({ signal }, 'shutting down')
     metricsServer?.close()
@@ -31,21 +57,32 @@ export async function serve (config: Config): Promise<void> {
     await store.close()
   })
 
-  // Shown before listening: the key exists from here on, whether or not the port can be taken.
-  if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
   try {
     await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
-    if (metricsServer !== undefined) {
-      metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST)
-      await once(metricsServer, 'listening').catch((error: unknown) => { throw listenError(error, 'METRICS_PORT', config.METRICS_PORT, 'METRICS_HOST', config.METRICS_HOST) })
-      app.log.info({ address: metricsServer.address() }, 'metrics served at /metrics')
-    }
+    if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
   } catch (error) {
     metricsServer?.close()
     await app.close()
     await store.close()
     throw error
   }
+}
+
+/**
+ * Applies the migrations and, on an empty store, makes and prints the first key: once per start,
+ * whatever the number of workers.
+ */
+async function prepareStore (store: Store, config: Config): Promise<void> {
+  await migrateToLatest(store.db)
+  const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, Date.now()) })
+  // Shown before listening: the key exists from here on, whether or not the port can be taken.
+  if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
+}
+
+async function listenMetrics (server: Server, config: Config, logger: Logger): Promise<void> {
+  server.listen(config.METRICS_PORT, config.METRICS_HOST)
+  await once(server, 'listening').catch((error: unknown) => { throw listenError(error, 'METRICS_PORT', config.METRICS_PORT, 'METRICS_HOST', config.METRICS_HOST) })
+  logger.info({ address: server.address() }, 'metrics served at /metrics')
 }
 
 /** An address that cannot be listened on, as a configuration error naming the setting to change. */

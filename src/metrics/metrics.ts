@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http'
-import { collectDefaultMetrics, Registry } from 'prom-client'
+import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
 import { HistogramTally } from './histogram-tally.js'
 
 /** The service's Prometheus metrics; made only when METRICS_PORT is set. */
@@ -23,8 +23,21 @@ export function createMetrics (): Metrics {
   return { registry, http, store }
 }
 
+/** In a worker process (WEB_CONCURRENCY): hands these metrics to the primary process, which serves them summed over the workers. */
+export function reportToPrimary ({ registry }: Metrics): void {
+  AggregatorRegistry.setRegistries([registry])
+  // prom-client answers the primary's requests from a listener that only making an AggregatorRegistry installs.
+  void new AggregatorRegistry()
+}
+
+/** Where /metrics comes from: a Registry, or the sum of the workers' (prom-client's AggregatorRegistry). */
+export interface MetricsSource {
+  metrics: () => Promise<string>
+  contentType: string
+}
+
 /** GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. */
-export function createMetricsServer ({ registry }: Metrics): Server {
+export function createMetricsServer (registry: MetricsSource): Server {
   return createServer((request, response) => {
     if (request.method !== 'GET' || request.url !== '/metrics') {
       response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' })

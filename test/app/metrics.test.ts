@@ -22,7 +22,7 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   await app.inject({ url: '/nothing', headers })
   await app.inject({ method: 'DELETE', url: '/v1/pets', headers })
 
-  const server = createMetricsServer(metrics).listen(0, '127.0.0.1')
+  const server = createMetricsServer(metrics.registry).listen(0, '127.0.0.1')
   defer(t, () => server.close())
   await once(server, 'listening')
   const response = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/metrics`)

@@ -1,0 +1,66 @@
+import cluster, { type Worker } from 'node:cluster'
+import { once } from 'node:events'
+import type { Server } from 'node:http'
+import type { Logger } from 'pino'
+import { AggregatorRegistry } from 'prom-client'
+import type { Config } from './config.js'
+import { createMetricsServer } from './metrics/metrics.js'
+
+/** A worker that dies after it started serving is started again after this. */
+const RESTART_DELAY_MS = 1000
+
+export interface WorkerSupervision {
+  /** How long a worker may take to finish its requests on SIGTERM before it is killed. */
+  graceMs: number
+  /** Opens the metrics listener on METRICS_PORT (the caller's, so that its errors read the same). */
+  listenMetrics: (server: Server) => Promise<void>
+}
+
+/**
+ * `WEB_CONCURRENCY=N`: runs N worker processes that serve the API on the one port (node:cluster hands
+ * each new connection to the next worker in turn), after the caller has prepared the store once. This
+ * process serves the workers' metrics, summed, on METRICS_PORT; starts a worker again when one dies
+ * after it started serving (one that fails before, a port in use say, would fail again: then all
+ * stop, with its exit code); and on SIGTERM or SIGINT has every worker finish its requests, then exits.
+ */
+export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics }: WorkerSupervision): Promise<void> {
+  const registry = new AggregatorRegistry()
+  const metricsServer = config.METRICS_PORT === undefined ? undefined : createMetricsServer({ metrics: async () => await registry.clusterMetrics(), contentType: registry.contentType })
+  if (metricsServer !== undefined) await listenMetrics(metricsServer)
+
+  const serving = new Set<Worker>()
+  let stopping = false
+  const stop = async (exitCode: number) => {
+    stopping = true
+    const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined)
+    const exited = Promise.all(workers.map(async (worker) => { if (worker.process.exitCode === null) await once(worker, 'exit') }))
+    for (const worker of workers) worker.process.kill('SIGTERM')
+    const killer = setTimeout(() => { for (const worker of workers) worker.process.kill('SIGKILL') }, graceMs + 1000)
+    await exited
+    clearTimeout(killer)
+    metricsServer?.close()
+    process.exit(exitCode)
+  }
+  const fork = () => {
+    const worker = cluster.fork()
+    worker.once('listening', () => { serving.add(worker) })
+    worker.once('exit', (code, signal) => {
+      if (stopping) return
+      if (!serving.delete(worker)) {
+        void stop(code ?? 1)
+        return
+      }
+      logger.error({ pid: worker.process.pid, code, signal }, 'a worker died: another is started')
+      setTimeout(fork, RESTART_DELAY_MS)
+    })
+  }
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return
+      logger.info({ signal }, 'shutting down: each worker finishes its requests')
+      void stop(0)
+    })
+  }
+  logger.info({ workers: config.WEB_CONCURRENCY }, 'starting workers')
+  for (let i = 0; i < config.WEB_CONCURRENCY; i++) fork()
+}

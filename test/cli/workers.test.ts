@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { forEachStore, tempDir } from '../helper.js'
+import { listAllPets, startServer, type ServerProcess } from '../process.js'
+
+const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
+
+/** A request on a connection of its own, which the primary hands to the next worker. */
+async function send (url: string, options: { method?: string, headers: Record<string, string>, body?: string }): Promise<{ status: number, body: string }> {
+  return await new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (response) => {
+      let body = ''
+      response.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => { resolve({ status: response.statusCode!, body }) })
+    })
+    outgoing.on('error', reject).end(options.body)
+  })
+}
+
+/** Resolves once `count` workers have said they listen. */
+async function untilListening (server: ServerProcess, count: number): Promise<void> {
+  const deadline = Date.now() + 15_000
+  while ((server.output().match(/Server listening at/g) ?? []).length < count) {
+    if (Date.now() > deadline) throw new Error(`fewer than ${count} workers listen:\n${server.output()}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** The processes that answered requests, from the request log lines. */
+function servingPids (server: ServerProcess): Set<number> {
+  return new Set(server.output().split('\n').filter((line) => line.includes('"request completed"')).map((line) => (JSON.parse(line) as { pid: number }).pid))
+}
+
+function isAlive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+forEachStore((store) => {
+  test('WEB_CONCURRENCY=2: two workers on one port, one first key, metrics summed over both, a dead worker replaced, one shutdown', async (t) => {
+    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t), WEB_CONCURRENCY: '2', METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_REQUESTS: 'on' })
+    await untilListening(server, 2)
+    const keys = server.output().match(KEY_LINE) ?? []
+    assert.equal(keys.length, 1, 'the first key is made and shown once')
+    const headers = { authorization: `Bearer ${keys[0]}`, 'content-type': 'application/json' }
+
+    // Creates on connections of their own, spread over both workers: each acknowledged, none lost.
+    const created = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      const response = await send(`${server.url}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: `Pet ${i}`, categoryId: 1 }) })
+      assert.equal(response.status, 201, response.body)
+      return (JSON.parse(response.body) as { id: number }).id
+    }))
+    assert.equal(new Set(created).size, 40)
+    assert.deepEqual((await listAllPets(server.url, headers)).map((pet) => pet.id), [...created].sort((x, y) => x - y))
+    const workers = servingPids(server)
+    assert.equal(workers.size, 2, 'both workers answered')
+
+    const metricsPort = /"port":(\d+)[^\n]*metrics served at/.exec(server.output())![1]!
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    assert.match(metrics, /^http_requests_total\{method="POST",route="\/v1\/pets",status="201"\} 40$/m, 'the creates of both workers, summed')
+
+    // A worker that dies is replaced; the service answers meanwhile.
+    const [victim] = workers
+    process.kill(victim!, 'SIGKILL')
+    await untilListening(server, 3)
+    assert.match(server.output(), /a worker died: another is started/)
+    assert.equal((await send(`${server.url}/v1/pets?limit=1`, { headers })).status, 200)
+
+    assert.equal(await server.stop('SIGTERM'), 0)
+    const remaining = [...servingPids(server)].filter(isAlive)
+    assert.deepEqual(remaining, [], 'no worker outlives the service')
+  })
+})
+
+if (process.env.TEST_REDIS_URL !== undefined) {
+  test('WEB_CONCURRENCY=2 with REDIS_URL: the rate limit holds per key across the workers', async (t) => {
+    const server = await startServer(t, {
+      DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`,
+      WEB_CONCURRENCY: '2',
+      REDIS_URL: process.env.TEST_REDIS_URL,
+      RATE_LIMIT_PER_MINUTE: '6',
+      LOG_FORMAT: 'json',
+      LOG_REQUESTS: 'on'
+    })
+    await untilListening(server, 2)
+    const headers = { authorization: `Bearer ${server.output().match(KEY_LINE)![0]}` }
+    const statuses = []
+    for (let i = 0; i < 10; i++) statuses.push((await send(`${server.url}/v1/pets`, { headers })).status)
+    assert.equal(servingPids(server).size, 2, 'both workers answered')
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 429, 429, 429, 429])
+  })
+}
