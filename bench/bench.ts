@@ -1,10 +1,11 @@
 // npm run bench [-- --postgres]: the service as users deploy it, against a bare node:http server, side by side.
+// npm run bench [-- --postgres] -- --instances 1,2: the service with WEB_CONCURRENCY at each count, side by side.
 // Settings: BENCH_PETS (10000; with more, both sizes run), BENCH_ROUNDS (5), BENCH_SECONDS (3).
 // Five rounds: a shared machine's speed swings within seconds, and the median of five adjacent
 // service/bare pairs holds steadier than that of three.
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { benchIdleStreams, IDLE_SECONDS, IDLE_STREAMS } from './idle-streams.js'
@@ -144,6 +145,55 @@ async function benchSize (count: number) {
     await store.drop()
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * The service with WEB_CONCURRENCY at each of `counts` (plain instances on PostgreSQL; processes sharing
+ * the file on SQLite), all on one seeded store, taking turns under the same load.
+ */
+async function benchInstances (counts: number[]) {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
+  const store = await createStore(dir)
+  try {
+    const authorization = await seed(store.databaseUrl, dir, PETS)
+    const services = []
+    for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
+    const scenarios: Scenario[] = [
+      { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20' },
+      { name: 'getPet', method: 'GET', path: `/v1/pets/${Math.floor(PETS / 2)}` },
+      { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}' }
+    ]
+    const runs = new Map(scenarios.map((scenario) => [scenario.name, counts.map((): Run[] => [])]))
+    for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const scenario of scenarios) {
+        const order = services.map((_, i) => i)
+        for (const i of round % 2 === 0 ? order : order.reverse()) runs.get(scenario.name)![i]!.push(await load(services[i]!.url, scenario, authorization))
+      }
+    }
+    for (const { child } of services) await stop(child)
+    return runs
+  } finally {
+    await store.drop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const instancesArgument = process.argv.indexOf('--instances')
+if (instancesArgument !== -1) {
+  const counts = (process.argv[instancesArgument + 1] ?? '1,2').split(',').map(Number)
+  const runs = await benchInstances(counts)
+  console.log(`\npetstore scaling: ${POSTGRES ? 'PostgreSQL' : 'SQLite'}, WEB_CONCURRENCY ${counts.join(' vs ')}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, defaults on`)
+  console.log(`This machine has ${availableParallelism()} cores for the workers, ${POSTGRES ? 'PostgreSQL, ' : ''}and this load generator together: more processes than cores only take turns.`)
+  console.table([...runs].map(([name, series]) => ({
+    operation: name,
+    ...Object.fromEntries(series.flatMap((instanceRuns, i) => [
+      [`${counts[i]} req/s`, Math.round(median(instanceRuns.map((run) => run.requestsPerSecond)))],
+      [`${counts[i]} p99 ms`, median(instanceRuns.map((run) => run.p99))]
+    ])),
+    [`${counts.at(-1)} / ${counts[0]}`]: Number(median(series.at(-1)!.map((run, i) => run.requestsPerSecond / series[0]![i]!.requestsPerSecond)).toFixed(2))
+  })))
+  process.exit(0)
 }
 
 const sizes = PETS === 10_000 ? [10_000] : [10_000, PETS]

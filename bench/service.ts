@@ -65,8 +65,9 @@ export async function startProcess (command: string[], env: NodeJS.ProcessEnv, r
 
 /** Starts the service on the store and waits for its first 200; resolves its URL. */
 export async function startService (databaseUrl: string, env: Record<string, string>): Promise<{ child: ChildProcess, url: string }> {
-  // With METRICS_PORT set, ready means the metrics server listens too (it starts after the API).
-  const ready = env.METRICS_PORT ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)[\s\S]*metrics served at/ : /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
+  // Ready means every worker listens (WEB_CONCURRENCY), and with METRICS_PORT set the metrics server too.
+  const workers = Number(env.WEB_CONCURRENCY ?? 1)
+  const ready = new RegExp(`^${env.METRICS_PORT ? '(?=[\\s\\S]*metrics served at)' : ''}(?:[\\s\\S]*?Server listening at (http://127\\.0\\.0\\.1:\\d+)){${workers}}`)
   const { child, match } = await startProcess(SERVICE, { DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, ready)
   const url = match[1]!
   while ((await fetch(`${url}/healthz`).catch(() => undefined))?.status !== 200) await new Promise((resolve) => setTimeout(resolve, 5))
