@@ -27,7 +27,7 @@ const VARIANTS = {
 type Variant = keyof typeof VARIANTS
 const STRICT = 'createPet (DURABILITY=strict)'
 
-interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: string, idempotent?: boolean, compared?: Variant[] }
+interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: string, idempotent?: boolean, mixed?: boolean, compared?: Variant[] }
 interface Run { requestsPerSecond: number, p50: number, p99: number }
 interface Series { service: Run[], bare: Run[] }
 
@@ -43,6 +43,20 @@ async function seed (databaseUrl: string, dir: string, count: number): Promise<s
   return authorization
 }
 
+// The capacity model's mix, on each connection in turn: nine reads (pets and pages picked at random,
+// so that a cache keeps only what such a load lets it keep) to one create.
+const randomBelow = (n: number) => Math.floor(Math.random() * n)
+const MIXED_REQUESTS: autocannon.Request[] = [
+  ...Array.from({ length: 9 }, (_, i): autocannon.Request => ({
+    method: 'GET',
+    setupRequest: (request) => ({
+      ...request,
+      path: i % 2 === 0 ? `/v1/pets/${1 + randomBelow(PETS)}` : `/v1/pets?status=${STATUSES[randomBelow(3)]}&categoryId=${1 + randomBelow(50)}&limit=20`
+    })
+  })),
+  { method: 'POST', path: '/v1/pets', headers: { 'content-type': 'application/json' }, body: '{"name":"Bench","categoryId":7}' }
+]
+
 async function load (baseUrl: string, scenario: Scenario, authorization: string, seconds = SECONDS): Promise<Run> {
   const result = await autocannon({
     url: baseUrl + scenario.path,
@@ -52,7 +66,8 @@ async function load (baseUrl: string, scenario: Scenario, authorization: string,
     headers: { authorization, ...(scenario.body !== undefined && { 'content-type': 'application/json' }) },
     ...(scenario.body !== undefined && { body: scenario.body }),
     // A new key on every request, so each one is a first create (stored with its answer), never a replay.
-    ...(scenario.idempotent && { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }] })
+    ...(scenario.idempotent && { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }] }),
+    ...(scenario.mixed && { requests: MIXED_REQUESTS })
   })
   if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
     throw new Error(`${scenario.name} at ${baseUrl}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`)
@@ -161,7 +176,8 @@ async function benchInstances (counts: number[]) {
     const scenarios: Scenario[] = [
       { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20' },
       { name: 'getPet', method: 'GET', path: `/v1/pets/${Math.floor(PETS / 2)}` },
-      { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}' }
+      { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}' },
+      { name: '9 reads : 1 create', method: 'GET', path: '/v1/pets', mixed: true }
     ]
     const runs = new Map(scenarios.map((scenario) => [scenario.name, counts.map((): Run[] => [])]))
     for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)

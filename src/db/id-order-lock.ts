@@ -9,6 +9,7 @@ import { isPostgres } from './dialect.js'
  * a transaction-scoped advisory lock, named by a constant shared by every instance, prevents that.
  */
 export async function lockIdOrder (trx: Db, lock: number): Promise<void> {
+  // A constant, not a parameter: a statement without any shares the round trip of the transaction's begin.
   if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(${sql.lit(lock)})`.execute(trx)
 }
 
@@ -22,3 +23,9 @@ export const PET_INSERT_LOCK = 7_340_001
  * before any other lock, as every create takes its locks in the same order.
  */
 export const IDEMPOTENCY_CLAIM_LOCK = 7_340_005
+
+// Pets, orders and categories all record events, so their transactions queue here for an instant.
+// Each takes it last, after any other lock, just before its events and its commit, so that while
+// holding it a transaction waits for nothing else (no deadlock).
+/** Names the lock that orders event ids. */
+export const EVENT_INSERT_LOCK = 7_340_004

@@ -1,6 +1,6 @@
 import { stringify as stringifyExact } from 'lossless-json'
 import type { Db } from '../db/database.js'
-import { lockIdOrder } from '../db/id-order-lock.js'
+import { EVENT_INSERT_LOCK, lockIdOrder } from '../db/id-order-lock.js'
 import type { EventType } from './event.schemas.js'
 
 export interface NewEvent {
@@ -9,10 +9,6 @@ export interface NewEvent {
   data: object
 }
 
-// Names the lock that orders event ids (see lockIdOrder): pets, orders and categories all record
-// events, so their transactions queue here for an instant. Each takes it last, just before its events
-// and its commit, so that while holding it a transaction waits for nothing else (no deadlock).
-const EVENT_INSERT_LOCK = 7_340_004
 // Three bound values a row: well within PostgreSQL's 65,535 a statement.
 const ROWS_PER_INSERT = 1000
 

@@ -26,11 +26,14 @@ forEachStore((store) => {
 
   test('creates that arrive together (one group commit) each get a 201 with their own pet, as stored', async (t) => {
     const testApp = await build(t, { store })
-    // Distinct pets and identical twins, whose ids may only be told apart by the ids themselves.
+    // Distinct pets and identical twins, whose ids may only be told apart by the ids themselves; names
+    // that a list of values must quote; some with an Idempotency-Key, in the same groups.
+    const names = ['NULL', 'a, b {c}', '"Rex" \\ O\'Brien', 'Zoë 🐈']
     const bodies = Array.from({ length: 40 }, (_, i) => i % 4 === 0 ?
         { name: 'Twin', categoryId: 5, status: 'pending' } :
-        { name: `Pet ${i}`, categoryId: 1000 + i, status: (['available', 'sold'] as const)[i % 2] })
-    const responses = await Promise.all(bodies.map((payload) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload })))
+        { name: names[i % 5] ?? `Pet ${i}`, categoryId: 1000 + i, status: (['available', 'sold'] as const)[i % 2] })
+    const headers = (i: number) => ({ ...testApp.auth, ...(i % 3 === 0 && { 'idempotency-key': `group ${i}` }) })
+    const responses = await Promise.all(bodies.map((payload, i) => testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: headers(i), payload })))
     const pets = responses.map((response) => {
       assert.equal(response.statusCode, 201)
       return response.json() as { id: number }
@@ -41,6 +44,9 @@ forEachStore((store) => {
       const stored = await testApp.app.inject({ method: 'GET', url: `/v1/pets/${pet.id}`, headers: testApp.auth })
       assert.equal(stored.body, responses[i]!.body)
     }
+    const events = await testApp.app.inject({ method: 'GET', url: '/v1/events?limit=100', headers: testApp.auth })
+    const created = (events.json() as Array<{ type: string, data: { id: number } }>).filter(({ type }) => type === 'pet.created')
+    assert.deepEqual(created.map(({ data }) => data), [...pets].sort((a, b) => a.id - b.id), 'one event a pet, in the order of their ids')
   })
 
   test('a categoryId written as a decimal or with an exponent is the integer its exact value is', async (t) => {

@@ -1,5 +1,5 @@
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely'
-import type { Pool, PoolClient } from 'pg'
+import type { Pool, PoolClient, QueryResult } from 'pg'
 import { isPostgresConnectionLost } from '../store-errors.js'
 
 export interface Deadlines {
@@ -21,6 +21,10 @@ const EMPTY_RESULT: PostgresQueryResult<never> = { command: 'SELECT', rowCount: 
  * PgBouncer in transaction mode, unlike a startup parameter): a statement waiting for a lock held by a
  * frozen instance ends, and so does that instance's transaction, which would otherwise hold the lock.
  *
+ * The `begin` waits to go with the transaction's first statement when that one has no parameters (the
+ * locks every create takes first): a round trip each transaction saves, while the group of creates
+ * waiting for it grows.
+ *
  * `committed` is called when a commit succeeds, before Kysely's transaction resolves. The pool is
  * ended by its owner, not by Kysely: the store's reads share it.
  */
@@ -34,15 +38,31 @@ export function deadlinePool (pool: Pool, { statementMs }: Deadlines, committed:
 
 function clientWithDeadlines (client: PoolClient, begin: string, committed: () => void): PostgresPoolClient {
   let lost = false
+  let beginOwed = false
+  const send = async (sql: string, parameters: readonly unknown[]): Promise<QueryResult> => {
+    if (!beginOwed) return await client.query(sql, parameters as unknown[])
+    beginOwed = false
+    // Statements without parameters go as one simple query, several in a round trip, each with its result.
+    if (parameters.length === 0) return (await client.query(`${begin}; ${sql}`) as unknown as QueryResult[]).at(-1)!
+    await client.query(begin)
+    return await client.query(sql, parameters as unknown[])
+  }
   return {
     query: async (sql: string, parameters: readonly unknown[]) => {
+      if (sql === 'begin') {
+        beginOwed = true
+        return EMPTY_RESULT
+      }
+      // A transaction that sent nothing has nothing to end.
+      if (beginOwed && (sql === 'commit' || sql === 'rollback')) {
+        beginOwed = false
+        return EMPTY_RESULT
+      }
       // A lost session's transaction is rolled back by the server: a rollback sent down the dead
       // connection would only fail, and its error would replace the one that says why.
       if (lost && sql === 'rollback') return EMPTY_RESULT
       try {
-        // Kysely sends "begin" without parameters, so pg sends it as a simple query, where several
-        // statements may go in one round trip.
-        const result = await client.query(sql === 'begin' ? begin : sql, parameters as unknown[])
+        const result = await send(sql, parameters)
         if (sql === 'commit') committed()
         return result
       } catch (error) {

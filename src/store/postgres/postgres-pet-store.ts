@@ -1,20 +1,15 @@
-import { sql } from 'kysely'
+import { CompiledQuery, sql } from 'kysely'
 import { isoNow, type Clock } from '../../clock.js'
 import type { Db } from '../../db/database.js'
-import { IDEMPOTENCY_CLAIM_LOCK, lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
-import { recordEvents, type NewEvent } from '../../events/event-log.js'
+import { EVENT_INSERT_LOCK, IDEMPOTENCY_CLAIM_LOCK, lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
 import type { Pet } from '../../pets/pet.schemas.js'
 import { GroupCommit } from '../group-commit.js'
-import { inGivenOrder, PET_COLUMN_LIST, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql, petRowValues } from '../pet-columns.js'
+import { inGivenOrder, PET_COLUMN_LIST, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql } from '../pet-columns.js'
 import type { IdempotencyClaim, PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
 import type { StoreReadCache } from '../read-cache.js'
 import { createdResponse, saveResponses, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 
-const PETS = sql.raw(PET_SELECT_LIST)
 const STORED_RESPONSE = sql.raw(STORED_RESPONSE_SELECT_LIST)
-// Four bound values a row: well within PostgreSQL's 65,535 a statement, however many creates a group
-// gathers (pipelined requests are not bounded by the connection limit).
-const ROWS_PER_INSERT = 1000
 
 // The reads' JSON is written by PostgreSQL: parsing 20 rows (int8 into BigInt) and serializing them
 // again cost the instance more than the query. One statement a page, its values bound first
@@ -31,8 +26,36 @@ const PAGE_STATEMENTS = [false, true].flatMap((byCategory) => [false, true].map(
 }))
 const PET_BY_ID = `select ${PET_JSON} as json from pets where id = $1`
 
-/** Runs one statement on the store's connections and returns its rows. */
-export type PostgresRead = <Row>(text: string, values: unknown[]) => Promise<Row[]>
+// Pets with their `pet.created` events (written by PostgreSQL from the rows just inserted, in the pets'
+// order), in one statement that first takes the locks ordering pet ids, then event ids (see
+// lockIdOrder: no row can be formed, and no id drawn, before the join has the locks' row). So it can
+// run as a transaction of its own, a group of creates in one round trip; its wait for the locks has a
+// deadline of its own ($5), as no `set local` comes before it. The pets come as arrays, in the order
+// given: one statement of five values, for any number.
+const INSERT_PETS = `with locked as materialized (select set_config('lock_timeout', $5, true),
+    pg_advisory_xact_lock(${PET_INSERT_LOCK}), pg_advisory_xact_lock(${EVENT_INSERT_LOCK})),
+  created as (insert into pets ${PET_INSERT_COLUMNS}
+    select pet.name, pet.category_id, pet.status, $4 from locked,
+      unnest($1::text[], $2::bigint[], $3::text[]) with ordinality as pet (name, category_id, status, position)
+    order by pet.position returning ${PET_COLUMN_LIST}),
+  recorded as (insert into events (type, occurred_at, data) select 'pet.created', $4, ${PET_JSON} from created order by id)
+  select ${PET_SELECT_LIST} from created`
+
+/** Runs one statement on the store's connections, as a transaction of its own, and returns its rows. */
+export type PostgresQuery = <Row>(text: string, values: unknown[]) => Promise<Row[]>
+
+export interface PostgresPetStoreOptions {
+  /** Kysely, for the creates that need a transaction of several statements. */
+  db: Db
+  /** The hot statements, without a query builder. */
+  query: PostgresQuery
+  cache: StoreReadCache
+  /** Called when pets were committed by `query`, as the deadline pool calls it for Kysely's commits. */
+  changed: () => void
+  /** Longest wait for the locks a create takes. */
+  lockTimeoutMs: number
+  clock: Clock
+}
 
 /**
  * Pets on PostgreSQL, shared with other instances. Reads are answered from memory while no pet has
@@ -41,20 +64,33 @@ export type PostgresRead = <Row>(text: string, values: unknown[]) => Promise<Row
  */
 export class PostgresPetStore implements PetStore {
   readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
+  readonly #db: Db
+  readonly #query: PostgresQuery
+  readonly #cache: StoreReadCache
+  readonly #changed: () => void
+  readonly #lockTimeout: string
+  readonly #clock: Clock
 
-  constructor (private readonly db: Db, private readonly read: PostgresRead, private readonly cache: StoreReadCache, private readonly clock: Clock) {}
+  constructor ({ db, query, cache, changed, lockTimeoutMs, clock }: PostgresPetStoreOptions) {
+    this.#db = db
+    this.#query = query
+    this.#cache = cache
+    this.#changed = changed
+    this.#lockTimeout = String(lockTimeoutMs)
+    this.#clock = clock
+  }
 
   async findPage ({ status, categoryId, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
-    return await this.cache.getAsync(`pets?${status}&${categoryId}&${afterId}&${limit}`, async () => {
+    return await this.#cache.getAsync(`pets?${status}&${categoryId}&${afterId}&${limit}`, async () => {
       const filter = [status, categoryId].filter((value) => value !== undefined)
       const statement = PAGE_STATEMENTS[(status === undefined ? 0 : 1) + (categoryId === undefined ? 0 : 2)]!
-      const [page] = await this.read<{ json: string, lastId: string | null, more: boolean }>(statement, [...filter, afterId, limit])
+      const [page] = await this.#query<{ json: string, lastId: string | null, more: boolean }>(statement, [...filter, afterId, limit])
       return { json: page!.json, nextAfterId: page!.more ? BigInt(page!.lastId!) : undefined }
     })
   }
 
   async findById (id: bigint): Promise<string | undefined> {
-    const pet = await this.cache.getAsync(`pet ${id}`, async () => (await this.read<{ json: string }>(PET_BY_ID, [id]))[0])
+    const pet = await this.#cache.getAsync(`pet ${id}`, async () => (await this.#query<{ json: string }>(PET_BY_ID, [id]))[0])
     return pet?.json
   }
 
@@ -63,13 +99,9 @@ export class PostgresPetStore implements PetStore {
   }
 
   async insertMany (pets: readonly PetValues[]): Promise<Pet[]> {
-    const createdAt = isoNow(this.clock)
-    return await this.db.transaction().execute(async (trx) => {
-      await lockIdOrder(trx, PET_INSERT_LOCK)
-      const stored = await insertPets(trx, pets, createdAt)
-      await recordEvents(trx, createdAt, petsCreated(stored))
-      return stored
-    })
+    const stored = await this.#query<Pet>(INSERT_PETS, this.#insertValues(pets, isoNow(this.#clock)))
+    this.#changed()
+    return inGivenOrder(pets, stored)
   }
 
   /**
@@ -79,29 +111,34 @@ export class PostgresPetStore implements PetStore {
    * 0.05 at 10,000 pets).
    */
   async refreshStatistics (): Promise<void> {
-    await sql`analyze pets`.execute(this.db)
+    await sql`analyze pets`.execute(this.#db)
   }
 
   /**
-   * One transaction for the group, under the lock every pet create takes, and the one every claim of
-   * an idempotency key takes (a category's too): so a transaction of another instance that claims one
-   * of these keys has committed (and is seen) or not begun, and the keys can be looked at, then
-   * claimed, without a race.
+   * A group of plain creates is one statement (INSERT_PETS). With claims of idempotency keys, one
+   * transaction for the group, under the lock every claim of a key takes (a category's too), then the
+   * pets' locks: so a transaction of another instance that claims one of these keys has committed (and
+   * is seen) or not begun, and the keys can be looked at, then claimed, without a race. Each statement
+   * is a round trip the next group waits for.
    */
   async #commit (creates: PetCreate[]): Promise<PetCreated[]> {
-    const createdAt = isoNow(this.clock)
-    return await this.db.transaction().execute(async (trx) => {
-      const claims = creates.flatMap(({ idempotency }) => idempotency === undefined ? [] : [idempotency])
-      if (claims.length > 0) await lockIdOrder(trx, IDEMPOTENCY_CLAIM_LOCK)
-      await lockIdOrder(trx, PET_INSERT_LOCK)
-      // The group's keys in three statements, not three per claim: a round trip each is what a group waits for.
+    const createdAt = isoNow(this.#clock)
+    const claims = creates.flatMap(({ idempotency }) => idempotency === undefined ? [] : [idempotency])
+    if (claims.length === 0) {
+      const pets = await this.insertMany(creates.map(({ pet }) => pet))
+      return pets.map((pet) => ({ outcome: 'created', pet }))
+    }
+    return await this.#db.transaction().execute(async (trx) => {
+      await lockIdOrder(trx, IDEMPOTENCY_CLAIM_LOCK)
       const stored = await findStoredResponses(trx, claims)
       const outcomes = creates.map(({ idempotency: claim }): PetCreated | undefined => {
         const response = claim === undefined ? undefined : stored.get(claimSlot(claim.apiKeyId, claim.key))
         return response === undefined ? undefined : { outcome: 'replayed', response }
       })
       const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
-      const pets = await insertPets(trx, toCreate.map(({ pet }) => pet), createdAt)
+      const toInsert = toCreate.map(({ pet }) => pet)
+      const { rows } = await trx.executeQuery(CompiledQuery.raw(INSERT_PETS, this.#insertValues(toInsert, createdAt)))
+      const pets = inGivenOrder(toInsert, rows as Pet[])
       let next = 0
       const created: PetCreated[] = []
       const answers: Array<{ claim: IdempotencyClaim, response: StoredResponse }> = []
@@ -121,10 +158,12 @@ export class PostgresPetStore implements PetStore {
         created.push({ outcome: 'created', pet, response })
       }
       await saveResponses(trx, answers, createdAt)
-      // Last, as every transaction that records events (see recordEvents).
-      await recordEvents(trx, createdAt, petsCreated(pets))
       return created
     })
+  }
+
+  #insertValues (pets: readonly PetValues[], createdAt: string): unknown[] {
+    return [pets.map(({ name }) => name), pets.map(({ categoryId }) => categoryId), pets.map(({ status }) => status), createdAt, this.#lockTimeout]
   }
 }
 
@@ -134,30 +173,16 @@ function claimSlot (apiKeyId: bigint, key: string): string {
 
 /**
  * The answers kept under the claims' keys, by claimSlot, after deleting those older than each claim's
- * retention: two statements for the whole group.
+ * retention: one statement for the whole group (its select sees the table as it was before the delete,
+ * so it leaves out what the delete took).
  */
 async function findStoredResponses (trx: Db, claims: readonly IdempotencyClaim[]): Promise<Map<string, StoredResponse>> {
   if (claims.length === 0) return new Map()
-  const expired = sql.join(claims.map(({ apiKeyId, key, notBefore }) => sql`(${apiKeyId}::bigint, ${key}::text, ${notBefore}::text)`))
-  await sql`delete from idempotency_keys k using (values ${expired}) as c(api_key_id, key, not_before)
-    where k.api_key_id = c.api_key_id and k.key = c.key and k.created_at < c.not_before`.execute(trx)
-  const keys = sql.join(claims.map(({ apiKeyId, key }) => sql`(${apiKeyId}::bigint, ${key}::text)`))
-  const { rows } = await sql<StoredResponse & { apiKeyId: bigint, key: string }>`select api_key_id as "apiKeyId", key, ${STORED_RESPONSE}
-    from idempotency_keys where (api_key_id, key) in (${keys})`.execute(trx)
+  const claimed = sql.join(claims.map(({ apiKeyId, key, notBefore }) => sql`(${apiKeyId}::bigint, ${key}::text, ${notBefore}::text)`))
+  const { rows } = await sql<StoredResponse & { apiKeyId: bigint, key: string }>`with claims (api_key_id, key, not_before) as (values ${claimed}),
+    expired as (delete from idempotency_keys k using claims c
+      where k.api_key_id = c.api_key_id and k.key = c.key and k.created_at < c.not_before returning k.api_key_id, k.key)
+    select api_key_id as "apiKeyId", key, ${STORED_RESPONSE} from idempotency_keys
+    where (api_key_id, key) in (select api_key_id, key from claims) and (api_key_id, key) not in (select api_key_id, key from expired)`.execute(trx)
   return new Map(rows.map(({ apiKeyId, key, ...response }) => [claimSlot(apiKeyId, key), response]))
-}
-
-/** Inserts pets, an INSERT per thousand, inside the caller's transaction and returns them with their ids, in the order given. */
-async function insertPets (trx: Db, pets: readonly PetValues[], createdAt: string): Promise<Pet[]> {
-  const stored: Pet[] = []
-  for (let start = 0; start < pets.length; start += ROWS_PER_INSERT) {
-    const rows = pets.slice(start, start + ROWS_PER_INSERT).map((pet) => sql`(${sql.join(petRowValues(pet, createdAt))})`)
-    const { rows: inserted } = await sql<Pet>`insert into pets ${sql.raw(PET_INSERT_COLUMNS)} values ${sql.join(rows)} returning ${PETS}`.execute(trx)
-    stored.push(...inserted)
-  }
-  return inGivenOrder(pets, stored)
-}
-
-function petsCreated (pets: readonly Pet[]): NewEvent[] {
-  return pets.map((pet) => ({ type: 'pet.created', data: pet }))
 }

@@ -42,12 +42,19 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   })
   const pool = async () => deadlinePool(await connections(), deadlines, () => { feed.changed() })
   const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs)) })
-  // The hot reads go to pg without Kysely: a constant statement needs no query builder.
-  const read = async <Row>(text: string, values: unknown[]) => (await (await connections()).query(text, values)).rows as Row[]
+  // The hot statements go to pg without Kysely: a constant statement needs no query builder.
+  const query = async <Row>(text: string, values: unknown[]) => (await (await connections()).query(text, values)).rows as Row[]
   return {
     dialect: 'postgres',
     db,
-    pets: new PostgresPetStore(db, read, new StoreReadCache(() => feed.version()), clock),
+    pets: new PostgresPetStore({
+      db,
+      query,
+      cache: new StoreReadCache(() => feed.version()),
+      changed: () => { feed.changed() },
+      lockTimeoutMs: deadlines.statementMs,
+      clock
+    }),
     ping: async () => { await sql`select 1`.execute(db) },
     close: async () => {
       if (closed) return
