@@ -99,9 +99,7 @@ export class PostgresPetStore implements PetStore {
   }
 
   async insertMany (pets: readonly PetValues[]): Promise<Pet[]> {
-    const stored = await this.#query<Pet>(INSERT_PETS, this.#insertValues(pets, isoNow(this.#clock)))
-    this.#changed()
-    return inGivenOrder(pets, stored)
+    return await this.#insert(pets, isoNow(this.#clock))
   }
 
   /**
@@ -125,7 +123,7 @@ export class PostgresPetStore implements PetStore {
     const createdAt = isoNow(this.#clock)
     const claims = creates.flatMap(({ idempotency }) => idempotency === undefined ? [] : [idempotency])
     if (claims.length === 0) {
-      const pets = await this.insertMany(creates.map(({ pet }) => pet))
+      const pets = await this.#insert(creates.map(({ pet }) => pet), createdAt)
       return pets.map((pet) => ({ outcome: 'created', pet }))
     }
     return await this.#db.transaction().execute(async (trx) => {
@@ -160,6 +158,12 @@ export class PostgresPetStore implements PetStore {
       await saveResponses(trx, answers, createdAt)
       return created
     })
+  }
+
+  async #insert (pets: readonly PetValues[], createdAt: string): Promise<Pet[]> {
+    const stored = await this.#query<Pet>(INSERT_PETS, this.#insertValues(pets, createdAt))
+    this.#changed()
+    return inGivenOrder(pets, stored)
   }
 
   #insertValues (pets: readonly PetValues[], createdAt: string): unknown[] {
