@@ -25,7 +25,7 @@ export const PET_INSERT_LOCK = 7_340_001
 export const IDEMPOTENCY_CLAIM_LOCK = 7_340_005
 
 // Pets, orders and categories all record events, so their transactions queue here for an instant.
-// Each takes it last, after any other lock, just before its events and its commit, so that while
-// holding it a transaction waits for nothing else (no deadlock).
+// Each takes it after every other lock it takes, so that while holding it a transaction waits for no
+// other lock (no deadlock).
 /** Names the lock that orders event ids. */
 export const EVENT_INSERT_LOCK = 7_340_004
