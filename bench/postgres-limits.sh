@@ -5,6 +5,9 @@
 set -euo pipefail
 
 url=${TEST_DATABASE_URL:?set TEST_DATABASE_URL to a PostgreSQL server this may create a database on}
+for tool in psql pgbench; do
+  command -v "$tool" >/dev/null || { echo "$tool is needed (Debian: apt-get install postgresql-client)" >&2; exit 1; }
+done
 seconds=${BENCH_SECONDS:-10}
 scratch=petstore_limits_$$
 scratch_url="${url%/*}/$scratch"
