@@ -43,6 +43,17 @@ async function seed (databaseUrl: string, dir: string, count: number): Promise<s
   return authorization
 }
 
+const CREATE_BODY = '{"name":"Bench","categoryId":7}'
+
+/** The operations every part of the benchmark loads. */
+function operations (petId: number) {
+  return {
+    listPets: { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20' },
+    getPet: { name: 'getPet', method: 'GET', path: `/v1/pets/${petId}` },
+    createPet: { name: 'createPet', method: 'POST', path: '/v1/pets', body: CREATE_BODY }
+  } satisfies Record<string, Scenario>
+}
+
 // The capacity model's mix, on each connection in turn: nine reads (pets and pages picked at random,
 // so that a cache keeps only what such a load lets it keep) to one create.
 const randomBelow = (n: number) => Math.floor(Math.random() * n)
@@ -54,7 +65,7 @@ const MIXED_REQUESTS: autocannon.Request[] = [
       path: i % 2 === 0 ? `/v1/pets/${1 + randomBelow(PETS)}` : `/v1/pets?status=${STATUSES[randomBelow(3)]}&categoryId=${1 + randomBelow(50)}&limit=20`
     })
   })),
-  { method: 'POST', path: '/v1/pets', headers: { 'content-type': 'application/json' }, body: '{"name":"Bench","categoryId":7}' }
+  { method: 'POST', path: '/v1/pets', headers: { 'content-type': 'application/json' }, body: CREATE_BODY }
 ]
 
 async function load (baseUrl: string, scenario: Scenario, authorization: string, seconds = SECONDS): Promise<Run> {
@@ -91,11 +102,11 @@ async function benchSize (count: number) {
     // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
     const variants = { off: await startService(store.databaseUrl, VARIANTS.off.env), lines: await startService(store.databaseUrl, VARIANTS.lines.env) }
 
-    const petId = Math.floor(count / 2)
-    const createPet: Scenario = { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}', compared: ['off'] }
+    const { listPets, getPet, createPet: create } = operations(Math.floor(count / 2))
+    const createPet: Scenario = { ...create, compared: ['off'] }
     const scenarios: Scenario[] = [
-      { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20', compared: ['off'] },
-      { name: 'getPet', method: 'GET', path: `/v1/pets/${petId}`, compared: ['lines'] },
+      { ...listPets, compared: ['off'] },
+      { ...getPet, compared: ['lines'] },
       createPet,
       { ...createPet, name: 'createPet (Idempotency-Key)', idempotent: true }
     ]
@@ -173,12 +184,8 @@ async function benchInstances (counts: number[]) {
     const authorization = await seed(store.databaseUrl, dir, PETS)
     const services = []
     for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
-    const scenarios: Scenario[] = [
-      { name: 'listPets', method: 'GET', path: '/v1/pets?status=available&limit=20' },
-      { name: 'getPet', method: 'GET', path: `/v1/pets/${Math.floor(PETS / 2)}` },
-      { name: 'createPet', method: 'POST', path: '/v1/pets', body: '{"name":"Bench","categoryId":7}' },
-      { name: '9 reads : 1 create', method: 'GET', path: '/v1/pets', mixed: true }
-    ]
+    const { listPets, getPet, createPet } = operations(Math.floor(PETS / 2))
+    const scenarios: Scenario[] = [listPets, getPet, createPet, { ...createPet, name: '9 reads : 1 create', mixed: true }]
     const runs = new Map(scenarios.map((scenario) => [scenario.name, counts.map((): Run[] => [])]))
     for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
     for (let round = 0; round < ROUNDS; round++) {
