@@ -96,12 +96,6 @@ async function benchSize (count: number) {
   const store = await createStore(dir)
   try {
     const authorization = await seed(store.databaseUrl, dir, count)
-    const started = performance.now()
-    const on = await startService(store.databaseUrl, DEFAULTS_ON)
-    const startupMs = performance.now() - started
-    // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
-    const variants = { off: await startService(store.databaseUrl, VARIANTS.off.env), lines: await startService(store.databaseUrl, VARIANTS.lines.env) }
-
     const { listPets, getPet, createPet: create } = operations(Math.floor(count / 2))
     const createPet: Scenario = { ...create, compared: ['off'] }
     const scenarios: Scenario[] = [
@@ -110,55 +104,71 @@ async function benchSize (count: number) {
       createPet,
       { ...createPet, name: 'createPet (Idempotency-Key)', idempotent: true }
     ]
+    const started = performance.now()
+    const first = await startService(store.databaseUrl, DEFAULTS_ON)
+    const startupMs = performance.now() - started
     // The bare server answers what the service answered, byte for byte; an idempotent create apart,
     // as the service stores and sends that answer by another path.
     const answers: Record<string, { status: number, body: string }> = {}
     for (const scenario of scenarios) {
-      const response = await fetch(on.url + scenario.path, {
+      const response = await fetch(first.url + scenario.path, {
         method: scenario.method,
         headers: { authorization, 'content-type': 'application/json', ...(scenario.idempotent && { 'idempotency-key': randomUUID() }) },
         body: scenario.body
       })
       answers[`${scenario.method} ${scenario.path}${scenario.idempotent ? ' idempotent' : ''}`] = { status: response.status, body: await response.text() }
     }
-    const bare = await startProcess(['node', 'bench/bare-server.mjs'], { BARE_ANSWERS: JSON.stringify({ authorization, answers }) }, /listening (\d+)/)
-    const bareUrl = `http://127.0.0.1:${bare.match[1]}`
+    await stop(first.child)
+    const startBare = async () => {
+      const { child, match } = await startProcess(['node', 'bench/bare-server.mjs'], { BARE_ANSWERS: JSON.stringify({ authorization, answers }) }, /listening (\d+)/)
+      return { child, url: `http://127.0.0.1:${match[1]}` }
+    }
 
     // Table order: the defaults-on rows, strict, then the variants' rows, which share their bare runs.
     const variantRow = (name: string, variant: Variant) => `${name} ${VARIANTS[variant].label}`
     const rows = new Map<string, Series>(scenarios.map((scenario) => [scenario.name, { service: [], bare: [] }]))
     rows.set(STRICT, { service: [], bare: [] })
     for (const { name, compared = [] } of scenarios) for (const variant of compared) rows.set(variantRow(name, variant), { service: [], bare: rows.get(name)!.bare })
-    // A first, unrecorded second of each load, so that no recorded run is a cold one.
-    for (const scenario of scenarios) {
-      for (const url of [on.url, bareUrl, ...(scenario.compared ?? []).map((variant) => variants[variant].url)]) await load(url, scenario, authorization, 1)
-    }
+    let rssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
+      // New processes every round: a process keeps a speed of its own for its whole life (here one
+      // instance ran 10% faster than its twin, run after run, and the next pair the other way round),
+      // so the median is over as many processes as rounds, not over rounds of the same few.
+      // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
+      const on = await startService(store.databaseUrl, DEFAULTS_ON)
+      const variants = { off: await startService(store.databaseUrl, VARIANTS.off.env), lines: await startService(store.databaseUrl, VARIANTS.lines.env) }
+      const bare = await startBare()
+      for (const scenario of scenarios) {
+        const urls = [on.url, bare.url, ...(scenario.compared ?? []).map((variant) => variants[variant].url)]
+        // A first, unrecorded second of each load, so that no recorded run is a cold one.
+        for (const url of urls) await load(url, scenario, authorization, 1)
+      }
       for (const scenario of scenarios) {
         // The runs take turns going first, so that none always runs just after the writes of the row before.
         const runs = [
           async () => rows.get(scenario.name)!.service.push(await load(on.url, scenario, authorization)),
-          async () => rows.get(scenario.name)!.bare.push(await load(bareUrl, scenario, authorization)),
+          async () => rows.get(scenario.name)!.bare.push(await load(bare.url, scenario, authorization)),
           ...(scenario.compared ?? []).map((variant) => async () => rows.get(variantRow(scenario.name, variant))!.service.push(await load(variants[variant].url, scenario, authorization)))
         ]
         for (const run of round % 2 === 0 ? runs : runs.reverse()) await run()
       }
+      rssMb = Math.max(rssMb, peakRssMb(on.child.pid!))
+      for (const { child } of [on, bare, ...Object.values(variants)]) await stop(child)
     }
-    const rssMb = peakRssMb(on.child.pid!)
-    await stop(on.child)
-    for (const { child } of Object.values(variants)) await stop(child)
 
     // createPet again with DURABILITY=strict: an fsync on every commit, shared by group commit.
     // Alone on the store, so that no other process's checkpoints share its disk.
-    const strict = await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' })
     const strictRow = rows.get(STRICT)!
+    let strictRssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
+      const strict = await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' })
+      const bare = await startBare()
+      for (const url of [strict.url, bare.url]) await load(url, createPet, authorization, 1)
       strictRow.service.push(await load(strict.url, createPet, authorization))
-      strictRow.bare.push(await load(bareUrl, createPet, authorization))
+      strictRow.bare.push(await load(bare.url, createPet, authorization))
+      strictRssMb = Math.max(strictRssMb, peakRssMb(strict.child.pid!))
+      for (const { child } of [strict, bare]) await stop(child)
     }
-    const strictRssMb = peakRssMb(strict.child.pid!)
-    await stop(strict.child)
-    await stop(bare.child)
     const costs = scenarios.flatMap(({ name, compared = [] }) => compared.map((variant) => {
       const variantRuns = rows.get(variantRow(name, variant))!.service
       const defaultRuns = rows.get(name)!.service
@@ -182,19 +192,20 @@ async function benchInstances (counts: number[]) {
   const store = await createStore(dir)
   try {
     const authorization = await seed(store.databaseUrl, dir, PETS)
-    const services = []
-    for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
     const { listPets, getPet, createPet } = operations(Math.floor(PETS / 2))
     const scenarios: Scenario[] = [listPets, getPet, createPet, { ...createPet, name: '9 reads : 1 create', mixed: true }]
     const runs = new Map(scenarios.map((scenario) => [scenario.name, counts.map((): Run[] => [])]))
-    for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
     for (let round = 0; round < ROUNDS; round++) {
+      // New processes every round, as in the main benchmark: each keeps a speed of its own.
+      const services = []
+      for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
+      for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
       for (const scenario of scenarios) {
         const order = services.map((_, i) => i)
         for (const i of round % 2 === 0 ? order : order.reverse()) runs.get(scenario.name)![i]!.push(await load(services[i]!.url, scenario, authorization))
       }
+      for (const { child } of services) await stop(child)
     }
-    for (const { child } of services) await stop(child)
     return runs
   } finally {
     await store.drop()
