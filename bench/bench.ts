@@ -138,22 +138,25 @@ async function benchSize (count: number) {
       const on = await startService(store.databaseUrl, DEFAULTS_ON)
       const variants = { off: await startService(store.databaseUrl, VARIANTS.off.env), lines: await startService(store.databaseUrl, VARIANTS.lines.env) }
       const bare = await startBare()
-      for (const scenario of scenarios) {
-        const urls = [on.url, bare.url, ...(scenario.compared ?? []).map((variant) => variants[variant].url)]
-        // A first, unrecorded second of each load, so that no recorded run is a cold one.
-        for (const url of urls) await load(url, scenario, authorization, 1)
+      try {
+        for (const scenario of scenarios) {
+          const urls = [on.url, bare.url, ...(scenario.compared ?? []).map((variant) => variants[variant].url)]
+          // A first, unrecorded second of each load, so that no recorded run is a cold one.
+          for (const url of urls) await load(url, scenario, authorization, 1)
+        }
+        for (const scenario of scenarios) {
+          // The runs take turns going first, so that none always runs just after the writes of the row before.
+          const runs = [
+            async () => rows.get(scenario.name)!.service.push(await load(on.url, scenario, authorization)),
+            async () => rows.get(scenario.name)!.bare.push(await load(bare.url, scenario, authorization)),
+            ...(scenario.compared ?? []).map((variant) => async () => rows.get(variantRow(scenario.name, variant))!.service.push(await load(variants[variant].url, scenario, authorization)))
+          ]
+          for (const run of round % 2 === 0 ? runs : runs.reverse()) await run()
+        }
+        rssMb = Math.max(rssMb, peakRssMb(on.child.pid!))
+      } finally {
+        for (const { child } of [on, bare, ...Object.values(variants)]) await stop(child)
       }
-      for (const scenario of scenarios) {
-        // The runs take turns going first, so that none always runs just after the writes of the row before.
-        const runs = [
-          async () => rows.get(scenario.name)!.service.push(await load(on.url, scenario, authorization)),
-          async () => rows.get(scenario.name)!.bare.push(await load(bare.url, scenario, authorization)),
-          ...(scenario.compared ?? []).map((variant) => async () => rows.get(variantRow(scenario.name, variant))!.service.push(await load(variants[variant].url, scenario, authorization)))
-        ]
-        for (const run of round % 2 === 0 ? runs : runs.reverse()) await run()
-      }
-      rssMb = Math.max(rssMb, peakRssMb(on.child.pid!))
-      for (const { child } of [on, bare, ...Object.values(variants)]) await stop(child)
     }
 
     // createPet again with DURABILITY=strict: an fsync on every commit, shared by group commit.
@@ -163,11 +166,14 @@ async function benchSize (count: number) {
     for (let round = 0; round < ROUNDS; round++) {
       const strict = await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' })
       const bare = await startBare()
-      for (const url of [strict.url, bare.url]) await load(url, createPet, authorization, 1)
-      strictRow.service.push(await load(strict.url, createPet, authorization))
-      strictRow.bare.push(await load(bare.url, createPet, authorization))
-      strictRssMb = Math.max(strictRssMb, peakRssMb(strict.child.pid!))
-      for (const { child } of [strict, bare]) await stop(child)
+      try {
+        for (const url of [strict.url, bare.url]) await load(url, createPet, authorization, 1)
+        strictRow.service.push(await load(strict.url, createPet, authorization))
+        strictRow.bare.push(await load(bare.url, createPet, authorization))
+        strictRssMb = Math.max(strictRssMb, peakRssMb(strict.child.pid!))
+      } finally {
+        for (const { child } of [strict, bare]) await stop(child)
+      }
     }
     const costs = scenarios.flatMap(({ name, compared = [] }) => compared.map((variant) => {
       const variantRuns = rows.get(variantRow(name, variant))!.service
@@ -198,13 +204,16 @@ async function benchInstances (counts: number[]) {
     for (let round = 0; round < ROUNDS; round++) {
       // New processes every round, as in the main benchmark: each keeps a speed of its own.
       const services = []
-      for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
-      for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
-      for (const scenario of scenarios) {
-        const order = services.map((_, i) => i)
-        for (const i of round % 2 === 0 ? order : order.reverse()) runs.get(scenario.name)![i]!.push(await load(services[i]!.url, scenario, authorization))
+      try {
+        for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
+        for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
+        for (const scenario of scenarios) {
+          const order = services.map((_, i) => i)
+          for (const i of round % 2 === 0 ? order : order.reverse()) runs.get(scenario.name)![i]!.push(await load(services[i]!.url, scenario, authorization))
+        }
+      } finally {
+        for (const { child } of services) await stop(child)
       }
-      for (const { child } of services) await stop(child)
     }
     return runs
   } finally {
