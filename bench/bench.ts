@@ -110,15 +110,18 @@ async function benchSize (count: number) {
     // The bare server answers what the service answered, byte for byte; an idempotent create apart,
     // as the service stores and sends that answer by another path.
     const answers: Record<string, { status: number, body: string }> = {}
-    for (const scenario of scenarios) {
-      const response = await fetch(first.url + scenario.path, {
-        method: scenario.method,
-        headers: { authorization, 'content-type': 'application/json', ...(scenario.idempotent && { 'idempotency-key': randomUUID() }) },
-        body: scenario.body
-      })
-      answers[`${scenario.method} ${scenario.path}${scenario.idempotent ? ' idempotent' : ''}`] = { status: response.status, body: await response.text() }
+    try {
+      for (const scenario of scenarios) {
+        const response = await fetch(first.url + scenario.path, {
+          method: scenario.method,
+          headers: { authorization, 'content-type': 'application/json', ...(scenario.idempotent && { 'idempotency-key': randomUUID() }) },
+          body: scenario.body
+        })
+        answers[`${scenario.method} ${scenario.path}${scenario.idempotent ? ' idempotent' : ''}`] = { status: response.status, body: await response.text() }
+      }
+    } finally {
+      await stop(first.child)
     }
-    await stop(first.child)
     const startBare = async () => {
       const { child, match } = await startProcess(['node', 'bench/bare-server.mjs'], { BARE_ANSWERS: JSON.stringify({ authorization, answers }) }, /listening (\d+)/)
       return { child, url: `http://127.0.0.1:${match[1]}` }

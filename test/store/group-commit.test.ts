@@ -39,26 +39,27 @@ test('items that arrive while a group commits wait in one group, and each gets i
   assert.equal(held.most(), 1)
 })
 
-test('a group that fails rejects its own items only; the next group commits', async () => {
-  const held = heldCommits()
-  const commits = new GroupCommit(held.commit)
-  const first = commits.add(1)
-  await nextTurn()
-  const second = commits.add(2)
-  held.release.shift()!(new Error('constraint'))
-  await assert.rejects(first, /constraint/)
-  await nextTurn()
-  held.release.shift()!()
-  assert.equal(await second, 20)
-})
-
-test('a group that fails because the store is unavailable fails those waiting too, rather than keep them past their deadline', async () => {
+/** Item 1 committing alone and item 2 waiting behind it; then the commit of item 1 fails with `error`. */
+async function firstGroupFails (error: Error) {
   const held = heldCommits()
   const commits = new GroupCommit(held.commit)
   const first = commits.add(1)
   await nextTurn()
   const waiting = commits.add(2)
-  held.release.shift()!(Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' }))
+  held.release.shift()!(error)
+  return { held, first, waiting }
+}
+
+test('a group that fails rejects its own items only; the next group commits', async () => {
+  const { held, first, waiting } = await firstGroupFails(new Error('constraint'))
+  await assert.rejects(first, /constraint/)
+  await nextTurn()
+  held.release.shift()!()
+  assert.equal(await waiting, 20)
+})
+
+test('a group that fails because the store is unavailable fails those waiting too, rather than keep them past their deadline', async () => {
+  const { held, first, waiting } = await firstGroupFails(Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' }))
   await assert.rejects(first, /refused/)
   await assert.rejects(waiting, /refused/)
   assert.deepEqual(held.groups, [[1]], 'no commit was tried for the waiting item')
