@@ -33,6 +33,7 @@ import openapi from './plugins/openapi.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
 import shutdown from './plugins/shutdown.js'
+import writeCoalescing from './plugins/write-coalescing.js'
 import { RequestLog, logsEachRequest } from './logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
@@ -133,6 +134,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
+  await app.register(writeCoalescing)
   await app.register(jsonBody)
   await app.register(openapi, { config, clock })
   await app.register(apiDocs)

@@ -1,0 +1,49 @@
+import type { Socket } from 'node:net'
+import fp from 'fastify-plugin'
+
+// Taken when the module loads: a test that mocks timers must not hold every write back with them.
+const atEndOfTurn = setImmediate
+
+/**
+ * Holds each connection's socket writes until the end of the event loop's turn (its check phase),
+ * then makes all the writes of that turn one after the other. A reader on the same machine (a load
+ * balancer, a sidecar proxy, a load generator) is then woken once for a burst of answers instead of
+ * once per answer, a wake-up the writing process pays inside its socket write. Measured on this box
+ * with 50 connections, listPets and getPet served about 50% more per second, with a lower p99 (see
+ * docs/architecture.md). A write waits for the rest of the turn at most, never for a timer.
+ *
+ * Held under the stream, not in an onSend hook: to Node and Fastify the answer is sent (`reply.sent`),
+ * so a hook that answers stops the request there, and the stream reports the write done only once it
+ * is made. One callback makes all the writes: an immediate per write cost a tenth of the gain.
+ */
+export default fp(async (app) => {
+  let due: Array<() => void> = []
+  const writeDue = () => {
+    const writes = due
+    due = []
+    for (const write of writes) write()
+  }
+  app.server.on('connection', (socket: Socket) => {
+    const { _write: write, _writev: writev, destroy } = socket
+    // A stream makes one write at a time: the next one waits for this one's callback.
+    let held: (() => void) | undefined
+    const writeHeld = () => {
+      const heldWrite = held
+      held = undefined
+      heldWrite?.()
+    }
+    const hold = (heldWrite: () => void) => {
+      held = heldWrite
+      if (due.length === 0) atEndOfTurn(writeDue)
+      due.push(writeHeld)
+    }
+    socket._write = (chunk, encoding, callback) => { hold(() => { write.call(socket, chunk, encoding, callback) }) }
+    if (writev !== undefined) socket._writev = (chunks, callback) => { hold(() => { writev.call(socket, chunks, callback) }) }
+    // Destroyed in the turn it wrote (a server closing its idle connections after their last answer):
+    // what it wrote is written first, as it was without holding, down to what each write lets follow.
+    socket.destroy = (error?: Error) => {
+      while (held !== undefined) writeHeld()
+      return destroy.call(socket, error)
+    }
+  })
+}, { name: 'write-coalescing' })
