@@ -10,7 +10,8 @@ const atEndOfTurn = setImmediate
  * balancer, a sidecar proxy, a load generator) is then woken once for a burst of answers instead of
  * once per answer, a wake-up the writing process pays inside its socket write. Measured on this box
  * with 50 connections, listPets and getPet served about 50% more per second, with a lower p99 (see
- * docs/architecture.md). A write waits for the rest of the turn at most, never for a timer.
+ * docs/architecture.md). A write waits for the next check phase, never for a timer: its own turn's,
+ * or, made in a check phase (group commit's answers), the next turn's, after a poll that does not block.
  *
  * Held under the stream, not in an onSend hook: to Node and Fastify the answer is sent (`reply.sent`),
  * so a hook that answers stops the request there, and the stream reports the write done only once it
