@@ -20,9 +20,12 @@ const atEndOfTurn = setImmediate
 export default fp(async (app) => {
   let due: Array<() => void> = []
   const writeDue = () => {
-    const writes = due
-    due = []
-    for (const write of writes) write()
+    // A made write lets the stream's next one follow (the next pipelined answer): made in this flush too.
+    while (due.length > 0) {
+      const writes = due
+      due = []
+      for (const write of writes) write()
+    }
   }
   app.server.on('connection', (socket: Socket) => {
     const { _write: write, _writev: writev, destroy } = socket
@@ -40,10 +43,14 @@ export default fp(async (app) => {
     }
     socket._write = (chunk, encoding, callback) => { hold(() => { write.call(socket, chunk, encoding, callback) }) }
     if (writev !== undefined) socket._writev = (chunks, callback) => { hold(() => { writev.call(socket, chunks, callback) }) }
-    // Destroyed in the turn it wrote (a server closing its idle connections after their last answer):
-    // what it wrote is written first, as it was without holding, down to what each write lets follow.
+    // What was written is sent first, as it was without holding, down to what each write lets follow,
+    // when the connection is destroyed in the turn it wrote (a server closing its idle connections
+    // after their last answer), and when the client's end is read: Node's server then drops every
+    // answer still unwritten (its listener comes after this one).
+    const writeAllHeld = () => { while (held !== undefined) writeHeld() }
+    socket.prependListener('end', writeAllHeld)
     socket.destroy = (error?: Error) => {
-      while (held !== undefined) writeHeld()
+      writeAllHeld()
       return destroy.call(socket, error)
     }
   })

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { test } from 'node:test'
 import Fastify from 'fastify'
 import writeCoalescing from '../../src/plugins/write-coalescing.js'
@@ -32,6 +35,67 @@ test('a connection destroyed in the turn it was written to still sends what was 
   })
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
   assert.equal(await (await fetch(url)).text(), 'last words')
+})
+
+/** Sends `count` GET requests for /1, /2... on one connection at once, then ends its side; resolves all it read. */
+async function pipelined (url: string, count: number): Promise<string> {
+  const { port } = new URL(url)
+  const socket = connect(Number(port), '127.0.0.1')
+  await once(socket, 'connect')
+  const requests = Array.from({ length: count }, (_, i) => `GET /${i + 1} HTTP/1.1\r\nHost: x\r\n\r\n`)
+  socket.end(requests.join(''))
+  let read = ''
+  for await (const chunk of socket) read += String(chunk)
+  return read
+}
+
+// Connects, says so, and on a line from its stdin sends eight requests and its end at once; prints what
+// it reads. The requests fill exactly the 64 KiB Node reads at a time: libuv reads on after a full
+// buffer, and so reads the end in the same turn as the requests.
+const PIPELINING_CLIENT = `
+const socket = require('node:net').connect(Number(process.argv[1]), '127.0.0.1', () => {
+  process.stdout.write('connected;')
+  const request = 'GET /1 HTTP/1.1\\r\\nHost: x\\r\\nX-Padding: ' + 'x'.repeat(8151) + '\\r\\n\\r\\n'
+  process.stdin.once('data', () => { socket.end(request.repeat(8)) })
+})
+socket.pipe(process.stdout)`
+
+test('the answers to requests read in the same turn as the client\'s end are all sent', async (t) => {
+  const app = Fastify()
+  defer(t, () => app.close())
+  await app.register(writeCoalescing)
+  app.get('/:n', async () => 'answer;')
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  const client = spawn(process.execPath, ['-e', PIPELINING_CLIENT, new URL(url).port], { stdio: ['pipe', 'pipe', 'inherit'] })
+  defer(t, () => client.kill())
+  let read = ''
+  client.stdout.on('data', (chunk) => { read += String(chunk) })
+  while (!read.includes('connected;')) await once(client.stdout, 'data')
+  client.stdin.end('go\n')
+  // This loop stands still while the client sends, so that it reads the requests and the end in one turn.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300)
+  await once(client, 'close')
+  assert.equal(read.match(/answer;/g)?.length, 8, read)
+})
+
+test('the answers to pipelined requests are all written in the turn they are ready', async (t) => {
+  const app = Fastify()
+  defer(t, () => app.close())
+  await app.register(writeCoalescing)
+  let turn = 0
+  let counting = true
+  const countTurns = () => { turn++; if (counting) setImmediate(countTurns) }
+  countTurns()
+  defer(t, () => { counting = false })
+  const writtenInTurn: number[] = []
+  app.get('/:n', (_request, reply) => {
+    reply.raw.on('finish', () => { writtenInTurn.push(turn) })
+    return reply.send('answer')
+  })
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  await pipelined(url, 3)
+  assert.equal(writtenInTurn.length, 3)
+  assert.deepEqual(new Set(writtenInTurn).size, 1, `answers written in turns ${writtenInTurn.join(', ')}`)
 })
 
 test('the service holds its writes so', async (t) => {
