@@ -1,8 +1,6 @@
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
-
-// Taken when the module loads: a test that mocks timers must not hold every write back with them.
-const atEndOfTurn = setImmediate
+import { atEndOfTurn } from '../end-of-turn.js'
 
 /**
  * Holds each connection's socket writes until the end of the event loop's turn (its check phase),
@@ -10,8 +8,7 @@ const atEndOfTurn = setImmediate
  * balancer, a sidecar proxy, a load generator) is then woken once for a burst of answers instead of
  * once per answer, a wake-up the writing process pays inside its socket write. Measured on this box
  * with 50 connections, listPets and getPet served about 50% more per second, with a lower p99 (see
- * docs/architecture.md). A write waits for the next check phase, never for a timer: its own turn's,
- * or, made in a check phase (group commit's answers), the next turn's, after a poll that does not block.
+ * docs/architecture.md). A write waits for the end of its turn (see atEndOfTurn), never for a timer.
  *
  * Held under the stream, not in an onSend hook: to Node and Fastify the answer is sent (`reply.sent`),
  * so a hook that answers stops the request there, and the stream reports the write done only once it

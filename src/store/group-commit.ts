@@ -1,3 +1,4 @@
+import { atEndOfTurn } from '../end-of-turn.js'
 import { isStoreUnavailable } from './store-errors.js'
 
 interface Waiting<Item, Result> {
@@ -27,7 +28,7 @@ export class GroupCommit<Item, Result> {
   }
 
   #commitSoon (): void {
-    setImmediate(() => { void this.#commitGroup() })
+    atEndOfTurn(() => { void this.#commitGroup() })
   }
 
   async #commitGroup (): Promise<void> {

@@ -5,6 +5,7 @@ import { connect } from 'node:net'
 import { test } from 'node:test'
 import Fastify from 'fastify'
 import writeCoalescing from '../../src/plugins/write-coalescing.js'
+import { GroupCommit } from '../../src/store/group-commit.js'
 import { build, defer } from '../helper.js'
 
 test('an answer is written at the end of the event loop turn, whole and in order', async (t) => {
@@ -96,6 +97,34 @@ test('the answers to pipelined requests are all written in the turn they are rea
   await pipelined(url, 3)
   assert.equal(writtenInTurn.length, 3)
   assert.deepEqual(new Set(writtenInTurn).size, 1, `answers written in turns ${writtenInTurn.join(', ')}`)
+})
+
+test('the answers of a group commit are written in the turn it commits in', async (t) => {
+  const app = Fastify()
+  defer(t, () => app.close())
+  await app.register(writeCoalescing)
+  let turn = 0
+  let counting = true
+  const countTurns = () => { turn++; if (counting) setImmediate(countTurns) }
+  countTurns()
+  defer(t, () => { counting = false })
+  const committedInTurn = new Map<string, number>()
+  const writtenInTurn = new Map<string, number>()
+  // Committed as SQLite's default durability commits: in the check phase, behind a promise.
+  const group = new GroupCommit<string, string>(async (items) => {
+    for (const item of items) committedInTurn.set(item, turn)
+    return items
+  })
+  app.get('/:n', async (request, reply) => {
+    const { n } = request.params as { n: string }
+    reply.raw.on('finish', () => { writtenInTurn.set(n, turn) })
+    return await group.add(n)
+  })
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  const bodies = await Promise.all(['1', '2', '3'].map(async (n) => await (await fetch(`${url}/${n}`)).text()))
+  assert.deepEqual(bodies, ['1', '2', '3'])
+  assert.equal(writtenInTurn.size, 3)
+  assert.deepEqual(writtenInTurn, committedInTurn)
 })
 
 test('the service holds its writes so', async (t) => {

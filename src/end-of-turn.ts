@@ -1,0 +1,37 @@
+// Taken when the module loads: a test that mocks timers must not hold back every write and commit with them.
+const atCheckPhase = setImmediate
+
+let due: Array<() => void> = []
+let running = false
+
+/**
+ * Runs `work` at the end of the event loop's turn (its check phase, as `setImmediate` would), in the
+ * order given. What that work leads to joins the same end of turn once the promises it settled have
+ * run: a group commit's answers, held by the socket writes of the turn (see write-coalescing), go out
+ * in the turn they were committed in, rather than one turn later.
+ */
+export function atEndOfTurn (work: () => void): void {
+  if (due.push(work) === 1 && !running) atCheckPhase(runDue)
+}
+
+async function runDue (): Promise<void> {
+  running = true
+  try {
+    while (due.length > 0) {
+      const works = due
+      due = []
+      for (const work of works) work()
+      await promisesSettled()
+    }
+  } finally {
+    running = false
+  }
+}
+
+/**
+ * Resolves once the microtasks queued so far, and those they queue, have run: a tick queued from a
+ * microtask runs only when the microtask queue is empty.
+ */
+async function promisesSettled (): Promise<void> {
+  await new Promise((resolve) => { queueMicrotask(() => { process.nextTick(resolve) }) })
+}
