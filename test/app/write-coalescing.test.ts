@@ -2,16 +2,32 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect } from 'node:net'
-import { test } from 'node:test'
-import Fastify from 'fastify'
+import { test, type TestContext } from 'node:test'
+import Fastify, { type FastifyInstance } from 'fastify'
 import writeCoalescing from '../../src/plugins/write-coalescing.js'
 import { GroupCommit } from '../../src/store/group-commit.js'
 import { build, defer } from '../helper.js'
 
-test('an answer is written at the end of the event loop turn, whole and in order', async (t) => {
+/** A Fastify server holding its writes, closed when the test ends. */
+async function coalescingApp (t: TestContext): Promise<FastifyInstance> {
   const app = Fastify()
   defer(t, () => app.close())
   await app.register(writeCoalescing)
+  return app
+}
+
+/** Counts the event loop's turns until the test ends; the function returns the current turn's number. */
+function turnCounter (t: TestContext): () => number {
+  let turn = 0
+  let counting = true
+  const countTurns = () => { turn++; if (counting) setImmediate(countTurns) }
+  countTurns()
+  defer(t, () => { counting = false })
+  return () => turn
+}
+
+test('an answer is written at the end of the event loop turn, whole and in order', async (t) => {
+  const app = await coalescingApp(t)
   const heldWhileHandling: boolean[] = []
   app.get('/:n', (request, reply) => {
     reply.send((request.params as { n: string }).n)
@@ -26,9 +42,7 @@ test('an answer is written at the end of the event loop turn, whole and in order
 })
 
 test('a connection destroyed in the turn it was written to still sends what was written', async (t) => {
-  const app = Fastify()
-  defer(t, () => app.close())
-  await app.register(writeCoalescing)
+  const app = await coalescingApp(t)
   app.get('/', (_request, reply) => {
     reply.header('connection', 'close').send('last words')
     reply.raw.socket!.destroy()
@@ -62,9 +76,7 @@ const socket = require('node:net').connect(Number(process.argv[1]), '127.0.0.1',
 socket.pipe(process.stdout)`
 
 test('the answers to requests read in the same turn as the client\'s end are all sent', async (t) => {
-  const app = Fastify()
-  defer(t, () => app.close())
-  await app.register(writeCoalescing)
+  const app = await coalescingApp(t)
   app.get('/:n', async () => 'answer;')
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
   const client = spawn(process.execPath, ['-e', PIPELINING_CLIENT, new URL(url).port], { stdio: ['pipe', 'pipe', 'inherit'] })
@@ -80,17 +92,11 @@ test('the answers to requests read in the same turn as the client\'s end are all
 })
 
 test('the answers to pipelined requests are all written in the turn they are ready', async (t) => {
-  const app = Fastify()
-  defer(t, () => app.close())
-  await app.register(writeCoalescing)
-  let turn = 0
-  let counting = true
-  const countTurns = () => { turn++; if (counting) setImmediate(countTurns) }
-  countTurns()
-  defer(t, () => { counting = false })
+  const app = await coalescingApp(t)
+  const turn = turnCounter(t)
   const writtenInTurn: number[] = []
   app.get('/:n', (_request, reply) => {
-    reply.raw.on('finish', () => { writtenInTurn.push(turn) })
+    reply.raw.on('finish', () => { writtenInTurn.push(turn()) })
     return reply.send('answer')
   })
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
@@ -100,24 +106,18 @@ test('the answers to pipelined requests are all written in the turn they are rea
 })
 
 test('the answers of a group commit are written in the turn it commits in', async (t) => {
-  const app = Fastify()
-  defer(t, () => app.close())
-  await app.register(writeCoalescing)
-  let turn = 0
-  let counting = true
-  const countTurns = () => { turn++; if (counting) setImmediate(countTurns) }
-  countTurns()
-  defer(t, () => { counting = false })
+  const app = await coalescingApp(t)
+  const turn = turnCounter(t)
   const committedInTurn = new Map<string, number>()
   const writtenInTurn = new Map<string, number>()
   // Committed as SQLite's default durability commits: in the check phase, behind a promise.
   const group = new GroupCommit<string, string>(async (items) => {
-    for (const item of items) committedInTurn.set(item, turn)
+    for (const item of items) committedInTurn.set(item, turn())
     return items
   })
   app.get('/:n', async (request, reply) => {
     const { n } = request.params as { n: string }
-    reply.raw.on('finish', () => { writtenInTurn.set(n, turn) })
+    reply.raw.on('finish', () => { writtenInTurn.set(n, turn()) })
     return await group.add(n)
   })
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
