@@ -30,6 +30,11 @@ async function startPostgres (t: TestContext): Promise<{ url: string, signal: (s
     { uid, gid, stdio: 'ignore' })
   const signal = (name: NodeJS.Signals) => {
     process.kill(server.pid!, name)
+    // Stopped only once it runs again: until then it may still start a backend, which must be listed.
+    if (name === 'SIGSTOP') {
+      const until = Date.now() + 1000
+      while (readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]![0] !== 'T' && Date.now() < until) { /* a few µs */ }
+    }
     const children = readFileSync(`/proc/${server.pid}/task/${server.pid}/children`, 'utf8').trim().split(' ')
     for (const child of children.filter(Boolean)) {
       try {
