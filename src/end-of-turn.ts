@@ -35,3 +35,21 @@ async function runDue (): Promise<void> {
 async function promisesSettled (): Promise<void> {
   await new Promise((resolve) => { queueMicrotask(() => { process.nextTick(resolve) }) })
 }
+
+/**
+ * `read`, made once at the end of the turn for every caller of the turn, each of which waits for it:
+ * what it reads is then younger than everything the turn received.
+ */
+export function oncePerTurn<T> (read: () => T): () => Promise<T> {
+  let reading: Promise<T> | undefined
+  return async () => await (reading ??= new Promise<T>((resolve, reject) => {
+    atEndOfTurn(() => {
+      reading = undefined
+      try {
+        resolve(read())
+      } catch (error) {
+        reject(error)
+      }
+    })
+  }))
+}

@@ -24,19 +24,15 @@ export class StoreReadCache {
   #version: string | undefined
 
   /**
-   * `version` returns what changes with every commit to the store, or undefined while the store
-   * cannot tell (see SqliteStore's change detection and PostgresChangeFeed): then every read is loaded.
+   * The answer for `key` as of `version`, what changes with every commit to the store, read before
+   * loading (undefined while the store cannot tell: then every read is loaded): from memory while the
+   * store is unchanged, else from `load` (and kept, unless it is undefined: what is not found is not
+   * kept, so that misses cannot crowd out answers). A commit that lands between the version's read and
+   * the load changes the version: what is kept under this one is dropped at the next read rather than
+   * served stale.
    */
-  constructor (private readonly version: () => string | undefined) {}
-
-  /**
-   * The answer for `key`: from memory while the store is unchanged, else from `load` (and kept,
-   * unless it is undefined: what is not found is not kept, so that misses cannot crowd out answers).
-   */
-  get<T extends CachedAnswer | undefined> (key: string, load: () => T): T {
-    // Read before loading: a commit that lands in between changes the version, so what is kept under
-    // this one is dropped at the next read rather than served stale.
-    const version = this.#current()
+  get<T extends CachedAnswer | undefined> (key: string, version: string | undefined, load: () => T): T {
+    this.#see(version)
     const cached = this.#answers.get(key) as T
     if (cached !== undefined) return cached
     const answer = load()
@@ -44,23 +40,22 @@ export class StoreReadCache {
     return answer
   }
 
-  /** `get` for a store read asynchronously: what is loaded is kept only if no commit was seen meanwhile. */
-  async getAsync<T extends CachedAnswer | undefined> (key: string, load: () => Promise<T>): Promise<T> {
-    const version = this.#current()
+  /** `get` for a store read asynchronously: what is loaded is kept only if `version` says no commit was seen meanwhile. */
+  async getAsync<T extends CachedAnswer | undefined> (key: string, version: () => string | undefined, load: () => Promise<T>): Promise<T> {
+    const before = version()
+    this.#see(before)
     const cached = this.#answers.get(key) as T
     if (cached !== undefined) return cached
     const answer = await load()
-    if (answer !== undefined && version !== undefined && this.#current() === version) this.#answers.set(key, answer)
+    if (answer !== undefined && before !== undefined && version() === before) this.#answers.set(key, answer)
     return answer
   }
 
-  /** The store's version, after emptying the cache if it changed since the last read. */
-  #current (): string | undefined {
-    const version = this.version()
+  /** Empties the cache if the store's version changed since the last read. */
+  #see (version: string | undefined): void {
     if (version !== this.#version) {
       this.#answers.clear()
       this.#version = version
     }
-    return version
   }
 }

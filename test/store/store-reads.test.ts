@@ -96,6 +96,22 @@ test('a pet and a page changed through another connection to the same file are r
   assert.deepEqual((await client.GET('/pets')).data, [])
 })
 
+test('the reads of a turn look at the store once, at its end: a change committed in the turn after they were asked for is seen by them', async (t) => {
+  const { store, databaseUrl } = await createTestStore(t)
+  const created = await store.pets.create({ pet: { name: 'Rex', categoryId: 1n, status: 'available' } })
+  assert.ok(created.outcome === 'created')
+  const { id } = created.pet
+  assert.match((await store.pets.findById(id))!, /"available"/)
+  const other = new SqliteConnection(databaseUrl.slice('sqlite:'.length), 'default')
+  defer(t, () => { other.close() })
+
+  const reads = [store.pets.findById(id), store.pets.findPage({ status: undefined, limit: 10 })] as const
+  other.query('update pets set status = ? where id = ?', ['sold', id])
+  const [pet, page] = await Promise.all(reads)
+  assert.match(pet!, /"sold"/)
+  assert.match(page.json, /"sold"/)
+})
+
 test('an in-memory store reads every write anew', async (t) => {
   const inMemory: TestStore = { name: 'sqlite', databaseUrl: async () => 'sqlite::memory:' }
   const testApp = await build(t, { store: inMemory })

@@ -6,7 +6,7 @@ import type { Pet } from '../../pets/pet.schemas.js'
 import { GroupCommit } from '../group-commit.js'
 import { inGivenOrder, PET_COLUMN_LIST, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql } from '../pet-columns.js'
 import type { IdempotencyClaim, PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
-import type { StoreReadCache } from '../read-cache.js'
+import { StoreReadCache } from '../read-cache.js'
 import { createdResponse, saveResponses, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 
 const STORED_RESPONSE = sql.raw(STORED_RESPONSE_SELECT_LIST)
@@ -49,7 +49,8 @@ export interface PostgresPetStoreOptions {
   db: Db
   /** The hot statements, without a query builder. */
   query: PostgresQuery
-  cache: StoreReadCache
+  /** What changes with every commit to the pets, or undefined while that cannot be told (see PostgresChangeFeed). */
+  version: () => string | undefined
   /** Called when pets were committed by `query`, as the deadline pool calls it for Kysely's commits. */
   changed: () => void
   /** Longest wait for the locks a create takes. */
@@ -59,29 +60,30 @@ export interface PostgresPetStoreOptions {
 
 /**
  * Pets on PostgreSQL, shared with other instances. Reads are answered from memory while no pet has
- * changed (`cache`, see PostgresChangeFeed). Creates are committed in groups, each under the lock
+ * changed (`version`, see PostgresChangeFeed). Creates are committed in groups, each under the lock
  * that orders pet ids (see lockIdOrder), with a `pet.created` event for each pet.
  */
 export class PostgresPetStore implements PetStore {
   readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
   readonly #db: Db
   readonly #query: PostgresQuery
-  readonly #cache: StoreReadCache
+  readonly #cache = new StoreReadCache()
+  readonly #version: () => string | undefined
   readonly #changed: () => void
   readonly #lockTimeout: string
   readonly #clock: Clock
 
-  constructor ({ db, query, cache, changed, lockTimeoutMs, clock }: PostgresPetStoreOptions) {
+  constructor ({ db, query, version, changed, lockTimeoutMs, clock }: PostgresPetStoreOptions) {
     this.#db = db
     this.#query = query
-    this.#cache = cache
+    this.#version = version
     this.#changed = changed
     this.#lockTimeout = String(lockTimeoutMs)
     this.#clock = clock
   }
 
   async findPage ({ status, categoryId, afterId = 0n, limit }: PetFilter): Promise<PetPage> {
-    return await this.#cache.getAsync(`pets?${status}&${categoryId}&${afterId}&${limit}`, async () => {
+    return await this.#cache.getAsync(`pets?${status}&${categoryId}&${afterId}&${limit}`, this.#version, async () => {
       const filter = [status, categoryId].filter((value) => value !== undefined)
       const statement = PAGE_STATEMENTS[(status === undefined ? 0 : 1) + (categoryId === undefined ? 0 : 2)]!
       const [page] = await this.#query<{ json: string, lastId: string | null, more: boolean }>(statement, [...filter, afterId, limit])
@@ -90,7 +92,7 @@ export class PostgresPetStore implements PetStore {
   }
 
   async findById (id: bigint): Promise<string | undefined> {
-    const pet = await this.#cache.getAsync(`pet ${id}`, async () => (await this.#query<{ json: string }>(PET_BY_ID, [id]))[0])
+    const pet = await this.#cache.getAsync(`pet ${id}`, this.#version, async () => (await this.#query<{ json: string }>(PET_BY_ID, [id]))[0])
     return pet?.json
   }
 

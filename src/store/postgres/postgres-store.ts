@@ -2,7 +2,6 @@ import { Kysely, sql } from 'kysely'
 import type { Client, Pool } from 'pg'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
-import { StoreReadCache } from '../read-cache.js'
 import type { Store, StoreLog } from '../store.js'
 import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
@@ -50,7 +49,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
     pets: new PostgresPetStore({
       db,
       query,
-      cache: new StoreReadCache(() => feed.version()),
+      version: () => feed.version(),
       changed: () => { feed.changed() },
       lockTimeoutMs: deadlines.statementMs,
       clock
