@@ -7,6 +7,7 @@ import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
+import { preparedStatements } from './prepared-statements.js'
 
 const PG_INT8 = 20
 const CLIENT_MARGIN_MS = 250
@@ -42,7 +43,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   const pool = async () => deadlinePool(await connections(), deadlines, () => { feed.changed() })
   const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs)) })
   // The hot statements go to pg without Kysely: a constant statement needs no query builder.
-  const query = async <Row>(text: string, values: unknown[]) => (await (await connections()).query(text, values)).rows as Row[]
+  const query = preparedStatements(connections, { named: directUrl === undefined, log })
   return {
     dialect: 'postgres',
     db,
