@@ -84,6 +84,12 @@ forEachStore((store) => {
     assert.equal(again.statusCode, 201)
     assert.equal(again.headers['idempotent-replayed'], undefined)
     assert.equal(await petCount(testApp), 2)
+    // The key now holds the new answer in place of the expired one.
+    const retried = await post(testApp, 'old', { name: 'Max', categoryId: 4 })
+    assert.equal(retried.headers['idempotent-replayed'], 'true')
+    assert.equal(retried.body, again.body)
+    assert.equal((await post(testApp, 'old', { name: 'Rex', categoryId: 3 })).statusCode, 422)
+    assert.equal(await petCount(testApp), 2)
   })
 
   for (const [what, key] of [['empty', ''], ['256 characters', 'k'.repeat(256)], ['a control character', 'a\tb'], ['non-ASCII', 'clé']]) {
