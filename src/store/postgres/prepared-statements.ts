@@ -15,8 +15,8 @@ export interface PreparedStatementsOptions {
 
 /**
  * Runs the hot statements as named prepared statements, which PostgreSQL parses and plans once per
- * connection rather than at every call: for a group of creates that was most of the server's work
- * apart from the insert itself (a third more creates a second, side by side).
+ * connection rather than at every call: under createPet the server's CPU fell by a quarter, and the
+ * instance served a median 13% more creates a second, side by side.
  *
  * Only where the service talks to PostgreSQL directly: behind a pooler in transaction mode (Debian's
  * PgBouncer 1.18), each statement may reach another server connection, which does not hold it. A
