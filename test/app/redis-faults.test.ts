@@ -9,35 +9,46 @@ import { build, defer, manualClock } from '../helper.js'
 /**
  * A Redis of the test's own on a spare port, so that it can be frozen without touching anyone else's.
  * Ports are drawn below Linux's ephemeral range (32768 and up), where no client socket takes one; a
- * port some server holds makes redis-server exit, and another is drawn.
+ * port some server holds makes redis-server exit, and another is drawn (a few times at most). The
+ * one that answers must be ours: its `process_id` is checked.
  */
 async function startRedis (t: TestContext): Promise<{ url: string, pid: number }> {
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000)
     const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
     const exited = once(redis, 'exit')
+    exited.catch(() => {}) // a spawn error also fails the wait below
     defer(t, async () => {
       redis.kill('SIGCONT')
       redis.kill('SIGKILL')
       if (redis.exitCode === null && redis.signalCode === null) await exited
     })
     // On a loaded machine the start can take seconds; the timeout of the test bounds the wait.
-    while (redis.exitCode === null) {
-      if (await answersPing(port)) return { url: `redis://127.0.0.1:${port}`, pid: redis.pid! }
+    while (redis.exitCode === null && redis.pid !== undefined) {
+      if (await redisPid(port) === redis.pid) return { url: `redis://127.0.0.1:${port}`, pid: redis.pid }
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
+    if (attempt === 5) throw new Error(`redis-server did not start (exit code ${redis.exitCode})`)
   }
 }
 
-async function answersPing (port: number): Promise<boolean> {
+/** The process id of the Redis answering on `port`, if one answers within a second. */
+async function redisPid (port: number): Promise<number | undefined> {
   const socket = connect(port, '127.0.0.1')
-  const ready = await new Promise<boolean>((resolve) => {
-    socket.once('connect', () => socket.write('PING\r\n'))
-    socket.once('data', (data) => resolve(String(data).startsWith('+PONG')))
-    socket.once('error', () => resolve(false))
+  socket.setTimeout(1000)
+  const pid = await new Promise<number | undefined>((resolve) => {
+    let answer = ''
+    socket.once('connect', () => socket.write('INFO server\r\n'))
+    socket.on('data', (data) => {
+      answer += String(data)
+      const match = /process_id:(\d+)/.exec(answer)
+      if (match) resolve(Number(match[1]))
+    })
+    socket.once('timeout', () => { resolve(undefined) })
+    socket.once('error', () => { resolve(undefined) })
   })
   socket.destroy()
-  return ready
+  return pid
 }
 
 // CI sets TEST_REDIS_URL where redis-server is installed.

@@ -4,8 +4,9 @@ import type { StoreLog } from '../store.js'
 import type { PostgresQuery } from './postgres-pet-store.js'
 
 // What PostgreSQL answers when a pooler sent a named statement to a server connection that does not
-// hold it (26000) or holds one of that name already (42P05): both at its parse or bind, before it runs.
-const POOLED_STATEMENT_CODES = new Set(['26000', '42P05'])
+// hold it (26000) or holds one of that name already (42P05), and when a schema change since it was
+// prepared changed what it returns (0A000, "cached plan must not change result type").
+const REFUSED_STATEMENT_CODES = new Set(['26000', '42P05', '0A000'])
 
 export interface PreparedStatementsOptions {
   /** False where DATABASE_URL is known to be a pooler (DATABASE_DIRECT_URL set): every statement goes unnamed. */
@@ -21,8 +22,10 @@ export interface PreparedStatementsOptions {
  * Only where the service talks to PostgreSQL directly: behind a pooler in transaction mode (Debian's
  * PgBouncer 1.18), each statement may reach another server connection, which does not hold it. A
  * statement is named after its text, so that one of the same name on any server connection is the
- * same statement; the first error saying that a pooler is in between turns the names off for good,
- * and the statement is sent again unnamed (it had not run).
+ * same statement (for clients that share the pooler with the same `search_path`). The first refusal of
+ * a named statement (a pooler in between, or a schema change since it was prepared) turns the names off
+ * for good, and the statement is sent again unnamed: each hot statement is a transaction of its own,
+ * so one that failed left nothing behind.
  */
 export function preparedStatements (pool: () => Promise<Pool>, { named, log }: PreparedStatementsOptions): PostgresQuery {
   const names = new Map<string, string>()
@@ -36,10 +39,10 @@ export function preparedStatements (pool: () => Promise<Pool>, { named, log }: P
       return (await (await pool()).query({ name, text, values })).rows as Row[]
     } catch (error) {
       const code = (error as { code?: unknown }).code
-      if (typeof code !== 'string' || !POOLED_STATEMENT_CODES.has(code)) throw error
+      if (typeof code !== 'string' || !REFUSED_STATEMENT_CODES.has(code)) throw error
       if (naming) {
         naming = false
-        log.warn({ err: error as Error }, 'PostgreSQL is reached through a pooler that keeps no prepared statements: statements go unnamed from now on (set DATABASE_DIRECT_URL to say so at start)')
+        log.warn({ err: error as Error }, 'PostgreSQL refused a prepared statement (behind a pooler that keeps none, set DATABASE_DIRECT_URL; or the schema changed since): statements go unnamed from now on')
       }
       return await unnamed<Row>(text, values)
     }
