@@ -1,5 +1,6 @@
 import { Pet } from '../pets/pet.schemas.js'
 import type { PetRow, PetTable } from '../pets/pet.table.js'
+import type { PetValues } from './pet-store.js'
 
 /**
  * The column behind each field of the Pet schema, the one list every query that reads pets is built
@@ -21,6 +22,11 @@ export const PET_SELECT_LIST = PET_FIELDS.map(({ field, column }) => field === c
 /** A pet as the API answers it, from its row (for the writes that read it back through Kysely). */
 export function petOfRow (row: PetRow): Pet {
   return Object.fromEntries(PET_FIELDS.map(({ field, column }) => [field, row[column]])) as Pet
+}
+
+/** A pet as the API answers it, from the values it was inserted with and the id it took. */
+export function petOfValues (id: bigint, { name, categoryId, status }: PetValues): Pet {
+  return { id, name, categoryId, status }
 }
 
 /** The pets' columns that answers are made of, under their own names. */

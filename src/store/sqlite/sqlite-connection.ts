@@ -55,6 +55,12 @@ export class SqliteConnection {
     return []
   }
 
+  /** Runs a statement that returns no rows: how many rows it changed, and the rowid of the last row it inserted. */
+  run (sql: string, parameters: readonly unknown[] = []): { changes: number, lastInsertRowid: bigint } {
+    // Safe integers are on: the rowid comes as a BigInt.
+    return this.#prepare(sql).run(...parameters) as { changes: number, lastInsertRowid: bigint }
+  }
+
   /** Runs `work` as one write transaction (BEGIN IMMEDIATE, which takes the write lock up front). */
   writeTransaction<T> (work: () => T): T {
     return this.#transaction.immediate(work) as T

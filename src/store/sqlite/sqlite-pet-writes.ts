@@ -1,5 +1,5 @@
 import type { Pet } from '../../pets/pet.schemas.js'
-import { inGivenOrder, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql, petRowValues } from '../pet-columns.js'
+import { PET_INSERT_COLUMNS, petJsonSql, petOfValues, petRowValues } from '../pet-columns.js'
 import type { PetCreate, PetCreated, PetValues, StoredResponse } from '../pet-store.js'
 import { createdResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 import type { SqliteConnection } from './sqlite-connection.js'
@@ -10,16 +10,20 @@ import type { SqliteConnection } from './sqlite-connection.js'
 const CHUNK_SIZES = [512, 256, 128, 64, 32, 16, 8, 4, 2, 1]
 const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
   rows,
-  `insert into pets ${PET_INSERT_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} returning ${PET_SELECT_LIST}`
+  `insert into pets ${PET_INSERT_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`
 ]))
 
-// The pets' events, written by SQLite from the rows just inserted (no JSON made in JavaScript). SQLite
-// has one writer, so the ids from the first to the last pet of a transaction are all its own.
+// No RETURNING: the rows' ids are known without reading them back, which cost about a fifth of the
+// insert (measured). Under SQLite's one writer, AUTOINCREMENT numbers the rows of a transaction's
+// inserts one after the other, from the highest id ever used: a chunk's ids end at its last rowid.
+// The pets' events are written by SQLite from those rows (no JSON made in JavaScript); their count
+// checks that the ids from the first to the last pet are the transaction's own, all of them.
 const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('sqlite')} from pets where id between ? and ? order by id`
 
-const DELETE_EXPIRED_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ? and created_at < ?'
-const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ?`
-const SAVE_RESPONSE = 'insert into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at) values (?, ?, ?, ?, ?, ?, ?)'
+// An answer is found only while it is kept (created at or after the claim's `notBefore`); an expired
+// one still in the table, not yet purged, is replaced by the new answer.
+const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ? and created_at >= ?`
+const SAVE_RESPONSE = 'insert or replace into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at) values (?, ?, ?, ?, ?, ?, ?)'
 
 /**
  * Commits a group of creates in one write transaction, synchronously (the hot write path, without a
@@ -31,8 +35,7 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
   return connection.writeTransaction(() => {
     const outcomes: Array<PetCreated | undefined> = creates.map(({ idempotency: claim }) => {
       if (claim === undefined) return undefined
-      connection.query(DELETE_EXPIRED_CLAIM, [claim.apiKeyId, claim.key, claim.notBefore])
-      const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key])
+      const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key, claim.notBefore])
       // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
       return stored === undefined ? undefined : { outcome: 'replayed', response: { ...stored, status: Number(stored.status) } }
     })
@@ -45,7 +48,7 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
       const claim = creates[i]!.idempotency
       if (claim === undefined) return { outcome: 'created', pet }
       const response = createdResponse(claim, pet)
-      connection.query(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
+      connection.run(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
       return { outcome: 'created', pet, response }
     })
   })
@@ -53,23 +56,24 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
 
 /**
  * Inserts pets, and a `pet.created` event for each, inside the caller's write transaction and returns
- * them with their ids, in the order given.
+ * them with their ids, in the order given. Throws, rolling the transaction back, should the ids not
+ * be consecutive (something else inserting pets meanwhile, such as a trigger): no pet is answered
+ * with another's id.
  */
 export function insertPets (connection: SqliteConnection, pets: readonly PetValues[], createdAt: string): Pet[] {
+  if (pets.length === 0) return []
   const stored: Pet[] = []
   let start = 0
   for (const size of CHUNK_SIZES) {
     for (; pets.length - start >= size; start += size) {
-      const values = pets.slice(start, start + size).flatMap((pet) => petRowValues(pet, createdAt))
-      stored.push(...connection.query<Pet>(INSERT_PETS.get(size)!, values))
+      const chunk = pets.slice(start, start + size)
+      const { lastInsertRowid: lastId } = connection.run(INSERT_PETS.get(size)!, chunk.flatMap((pet) => petRowValues(pet, createdAt)))
+      chunk.forEach((pet, i) => { stored.push(petOfValues(lastId - BigInt(size - 1 - i), pet)) })
     }
   }
-  if (stored.length > 0) {
-    const ids = stored.map((pet) => pet.id)
-    connection.query(RECORD_PETS_CREATED, [createdAt, ids.reduce(min), ids.reduce(max)])
-  }
-  return inGivenOrder(pets, stored)
+  const firstId = stored[0]!.id
+  const lastId = stored.at(-1)!.id
+  const { changes: recorded } = connection.run(RECORD_PETS_CREATED, [createdAt, firstId, lastId])
+  if (recorded !== pets.length || lastId - firstId + 1n !== BigInt(pets.length)) throw new Error('the pets just inserted did not take consecutive ids')
+  return stored
 }
-
-const min = (a: bigint, b: bigint): bigint => a < b ? a : b
-const max = (a: bigint, b: bigint): bigint => a > b ? a : b
