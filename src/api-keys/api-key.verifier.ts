@@ -88,7 +88,7 @@ export class ApiKeyVerifier {
    * not in the cache (ask `verify`), revoked or malformed.
    */
   verifyCached (presented: string): KeyCheck {
-    if (!isWellFormedApiKey(presented)) return undefined
+    // No checksum here: only keys found in the store are cached, and checking it cost as much as the hash (0.3 µs).
     const key = this.#cache.get(hashApiKey(presented))
     return key === undefined ? undefined : this.#admit(key)
   }
