@@ -5,6 +5,8 @@ const PREFIX = 'ps_'
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const RANDOM_CHARS = 32 // 32 base62 characters: about 190 bits
 const CHECKSUM_CHARS = 6 // CRC32 in base62, so that scanners can tell a real key offline
+/** Every key's length, in characters. */
+export const API_KEY_LENGTH = PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS
 const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}$`)
 
 /** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */

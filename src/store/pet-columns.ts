@@ -25,8 +25,9 @@ export function petOfRow (row: PetRow): Pet {
 }
 
 /** A pet as the API answers it, from the values it was inserted with and the id it took. */
-export function petOfValues (id: bigint, { name, categoryId, status }: PetValues): Pet {
-  return { id, name, categoryId, status }
+export function petOfValues (id: bigint, values: PetValues): Pet {
+  const fields: Record<string, unknown> = { ...values, id }
+  return Object.fromEntries(PET_FIELDS.map(({ field }) => [field, fields[field]])) as Pet
 }
 
 /** The pets' columns that answers are made of, under their own names. */
@@ -50,8 +51,8 @@ export function petRowValues (pet: { name: string, categoryId: bigint, status: s
   return [pet.name, pet.categoryId, pet.status, createdAt]
 }
 
-// Neither store promises RETURNING rows in the order of VALUES: each pet takes a row of the same
-// content, so only pets that no one can tell apart may trade ids.
+// PostgreSQL does not promise RETURNING rows in the order of VALUES (SQLite's creates read none back):
+// each pet takes a row of the same content, so only pets that no one can tell apart may trade ids.
 /** The stored pets in the order of the values they were inserted from. */
 export function inGivenOrder (pets: ReadonlyArray<{ name: string, categoryId: bigint, status: string }>, stored: readonly Pet[]): Pet[] {
   const rowsByContent = new Map<string, Pet[]>()

@@ -19,9 +19,18 @@ test('SQLite: inserted pets are answered with the ids their rows took, or not at
   assert.deepEqual(pets, rows())
   assert.deepEqual(events(), pets.map(({ id, name, categoryId, status }) => `{"id":${id},"name":"${name}","categoryId":${categoryId},"status":"${status}"}`))
 
-  // Something else inserting a pet in the middle of a create: the create fails whole.
-  connection.query("create trigger intruder after insert on pets when new.name = 'Pet 1' begin insert into pets (name, category_id, status, created_at) values ('Intruder', 1, 'sold', new.created_at); end")
-  assert.throws(() => connection.writeTransaction(() => insertPets(connection, values.slice(0, 3), createdAt)), /did not take consecutive ids/)
+  // Something else inserting a row among a create's pets (a trigger here), before its last pet, whether
+  // in one chunk, the first of two or the middle one of three: the create fails whole.
+  for (const [after, count] of [['Pet 0', 2], ['Pet 0', 3], ['Pet 2', 4], ['Pet 34', 37]] as const) {
+    connection.query(`create trigger intruder after insert on pets when new.name = '${after}' begin insert into pets (name, category_id, status, created_at) values ('Intruder', 1, 'sold', new.created_at); end`)
+    assert.throws(() => connection.writeTransaction(() => insertPets(connection, values.slice(0, count), createdAt)), /other rows were inserted among the pets/, `${after} of ${count}`)
+    connection.query('drop trigger intruder')
+  }
   assert.deepEqual(rows(), pets)
   assert.equal(events().length, pets.length)
+
+  // After the create's last row, another row leaves the create's ids as they are.
+  connection.query("create trigger intruder after insert on pets when new.name = 'Pet 1' begin insert into pets (name, category_id, status, created_at) values ('Intruder', 1, 'sold', new.created_at); end")
+  const created = connection.writeTransaction(() => insertPets(connection, values.slice(0, 2), createdAt))
+  assert.deepEqual(created, rows().slice(-3, -1))
 })

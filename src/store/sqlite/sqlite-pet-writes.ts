@@ -13,17 +13,17 @@ const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
   `insert into pets ${PET_INSERT_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`
 ]))
 
-// No RETURNING: the rows' ids are known without reading them back, which cost about a fifth of the
-// insert (measured). Under SQLite's one writer, AUTOINCREMENT numbers the rows of a transaction's
-// inserts one after the other, from the highest id ever used: a chunk's ids end at its last rowid.
-// The pets' events are written by SQLite from those rows (no JSON made in JavaScript); their count
-// checks that the ids from the first to the last pet are the transaction's own, all of them.
+// No RETURNING: reading the rows back cost more than the ids are worth to find (see docs/benchmarks.md).
+// AUTOINCREMENT gives every new row an id above the highest ever used, which `sqlite_sequence` keeps,
+// one after the other under SQLite's one writer: n pets inserted after it was `seq` are seq+1 to seq+n,
+// which the last row's id confirms (any other row inserted meanwhile, by a trigger say, pushes it
+// further). Their events are written by SQLite from those rows (no JSON made in JavaScript).
+const PETS_SEQUENCE = "select seq from sqlite_sequence where name = 'pets'"
 const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('sqlite')} from pets where id between ? and ? order by id`
 
-// An answer is found only while it is kept (created at or after the claim's `notBefore`); an expired
-// one still in the table, not yet purged, is replaced by the new answer.
-const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ? and created_at >= ?`
-const SAVE_RESPONSE = 'insert or replace into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at) values (?, ?, ?, ?, ?, ?, ?)'
+const DELETE_EXPIRED_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ? and created_at < ?'
+const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ?`
+const SAVE_RESPONSE = 'insert into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at) values (?, ?, ?, ?, ?, ?, ?)'
 
 /**
  * Commits a group of creates in one write transaction, synchronously (the hot write path, without a
@@ -35,7 +35,8 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
   return connection.writeTransaction(() => {
     const outcomes: Array<PetCreated | undefined> = creates.map(({ idempotency: claim }) => {
       if (claim === undefined) return undefined
-      const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key, claim.notBefore])
+      connection.query(DELETE_EXPIRED_CLAIM, [claim.apiKeyId, claim.key, claim.notBefore])
+      const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key])
       // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
       return stored === undefined ? undefined : { outcome: 'replayed', response: { ...stored, status: Number(stored.status) } }
     })
@@ -56,24 +57,22 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
 
 /**
  * Inserts pets, and a `pet.created` event for each, inside the caller's write transaction and returns
- * them with their ids, in the order given. Throws, rolling the transaction back, should the ids not
- * be consecutive (something else inserting pets meanwhile, such as a trigger): no pet is answered
- * with another's id.
+ * them with their ids, in the order given. Throws, rolling the transaction back, should any other
+ * row have been inserted among them: no pet is answered with another's id.
  */
 export function insertPets (connection: SqliteConnection, pets: readonly PetValues[], createdAt: string): Pet[] {
   if (pets.length === 0) return []
-  const stored: Pet[] = []
+  const [sequence] = connection.query<{ seq: bigint }>(PETS_SEQUENCE)
+  const firstId = (sequence?.seq ?? 0n) + 1n
+  const lastId = firstId + BigInt(pets.length - 1)
+  let lastInserted = 0n
   let start = 0
   for (const size of CHUNK_SIZES) {
     for (; pets.length - start >= size; start += size) {
-      const chunk = pets.slice(start, start + size)
-      const { lastInsertRowid: lastId } = connection.run(INSERT_PETS.get(size)!, chunk.flatMap((pet) => petRowValues(pet, createdAt)))
-      chunk.forEach((pet, i) => { stored.push(petOfValues(lastId - BigInt(size - 1 - i), pet)) })
+      lastInserted = connection.run(INSERT_PETS.get(size)!, pets.slice(start, start + size).flatMap((pet) => petRowValues(pet, createdAt))).lastInsertRowid
     }
   }
-  const firstId = stored[0]!.id
-  const lastId = stored.at(-1)!.id
   const { changes: recorded } = connection.run(RECORD_PETS_CREATED, [createdAt, firstId, lastId])
-  if (recorded !== pets.length || lastId - firstId + 1n !== BigInt(pets.length)) throw new Error('the pets just inserted did not take consecutive ids')
-  return stored
+  if (lastInserted !== lastId || recorded !== pets.length) throw new Error('other rows were inserted among the pets just inserted')
+  return pets.map((pet, i) => petOfValues(firstId + BigInt(i), pet))
 }
