@@ -13,11 +13,12 @@ const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
   `insert into pets ${PET_INSERT_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`
 ]))
 
-// No RETURNING: reading the rows back cost more than the ids are worth to find (see docs/benchmarks.md).
-// AUTOINCREMENT gives every new row an id above the highest ever used, which `sqlite_sequence` keeps,
-// one after the other under SQLite's one writer: n pets inserted after it was `seq` are seq+1 to seq+n,
-// which the last row's id confirms (any other row inserted meanwhile, by a trigger say, pushes it
-// further). Their events are written by SQLite from those rows (no JSON made in JavaScript).
+// No RETURNING: reading the rows back was a measurable part of an insert's cost (docs/benchmarks.md),
+// and the ids can be worked out. AUTOINCREMENT gives every new row an id above the highest ever used,
+// which `sqlite_sequence` keeps, one after the other under SQLite's one writer: n pets inserted after
+// it was `seq` are seq+1 to seq+n, which the last row's id confirms (any other row inserted meanwhile,
+// by a trigger say, pushes it further). Their events are written by SQLite from those rows (no JSON
+// made in JavaScript).
 const PETS_SEQUENCE = "select seq from sqlite_sequence where name = 'pets'"
 const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('sqlite')} from pets where id between ? and ? order by id`
 
