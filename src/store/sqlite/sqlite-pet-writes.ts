@@ -50,7 +50,7 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
       const claim = creates[i]!.idempotency
       if (claim === undefined) return { outcome: 'created', pet }
       const response = createdResponse(claim, pet)
-      connection.run(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
+      connection.query(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
       return { outcome: 'created', pet, response }
     })
   })
