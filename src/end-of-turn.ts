@@ -16,15 +16,25 @@ export function atEndOfTurn (work: () => void): void {
 
 async function runDue (): Promise<void> {
   running = true
+  while (due.length > 0) {
+    const works = due
+    due = []
+    for (const work of works) runAlone(work)
+    await promisesSettled()
+  }
+  running = false
+}
+
+/**
+ * Runs `work` as an immediate of its own would run: if it throws, the rest of the turn still runs
+ * (the held answers of other connections, a group commit), and its error is thrown on its own, as an
+ * uncaught exception, which shuts the service down gracefully.
+ */
+function runAlone (work: () => void): void {
   try {
-    while (due.length > 0) {
-      const works = due
-      due = []
-      for (const work of works) work()
-      await promisesSettled()
-    }
-  } finally {
-    running = false
+    work()
+  } catch (error) {
+    process.nextTick(() => { throw error })
   }
 }
 
