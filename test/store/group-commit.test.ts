@@ -64,3 +64,17 @@ test('a group that fails because the store is unavailable fails those waiting to
   await assert.rejects(waiting, /refused/)
   assert.deepEqual(held.groups, [[1]], 'no commit was tried for the waiting item')
 })
+
+test('pipelined, each group is handed on at the end of its turn, without waiting for the one before', async () => {
+  const held = heldCommits()
+  const commits = new GroupCommit(held.commit, { pipelined: true })
+  const first = [1, 2].map((item) => commits.add(item))
+  await nextTurn()
+  const second = [3].map((item) => commits.add(item))
+  await nextTurn()
+  assert.deepEqual(held.groups, [[1, 2], [3]])
+  assert.equal(held.most(), 2)
+  held.release.shift()!()
+  held.release.shift()!()
+  assert.deepEqual(await Promise.all([...first, ...second]), [10, 20, 30])
+})

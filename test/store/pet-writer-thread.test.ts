@@ -61,6 +61,18 @@ test('the writer thread commits each group and answers each create in the order 
   assert.deepEqual(stored, [...pets].sort((a, b) => Number(a.id - b.id)))
 })
 
+test('groups sent to the writer thread one after the other, without waiting, are each answered with their own pets', async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const writer = new PetWriterThread({ path: databaseUrl.slice('sqlite:'.length), durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
+  defer(t, () => writer.close())
+  const groups = [['A', 'B'], ['C'], ['D', 'E', 'F']]
+  const answers = await Promise.all(groups.map((names) => writer.commit(names.map((name) => ({ pet: { name, categoryId: 1n, status: 'available' } })), new Date().toISOString())))
+  const pets = answers.map((created) => created.map((outcome) => outcome.outcome === 'created' ? outcome.pet : assert.fail('not created')))
+  assert.deepEqual(pets.map((group) => group.map(({ name }) => name)), groups)
+  const stored = await db.selectFrom('pets').select(['id', 'name']).orderBy('id').execute()
+  assert.deepEqual(stored, pets.flat().map(({ id, name }) => ({ id, name })))
+})
+
 test('once the writer thread has stopped, creates are committed on the main connection', async (t) => {
   const { databaseUrl } = await createTestStore(t)
   const path = databaseUrl.slice('sqlite:'.length)

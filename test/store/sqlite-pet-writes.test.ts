@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { SqliteConnection } from '../../src/store/sqlite/sqlite-connection.js'
-import { insertPets } from '../../src/store/sqlite/sqlite-pet-writes.js'
+import type { PetCreated } from '../../src/store/pet-store.js'
+import { commitCreateGroups, insertPets } from '../../src/store/sqlite/sqlite-pet-writes.js'
 import { createTestStore, defer } from '../helper.js'
 
 // The ids of inserted pets are worked out, not read back (see insertPets): they must be the rows' own.
@@ -33,4 +34,31 @@ test('SQLite: inserted pets are answered with the ids their rows took, or not at
   connection.query("create trigger intruder after insert on pets when new.name = 'Pet 1' begin insert into pets (name, category_id, status, created_at) values ('Intruder', 1, 'sold', new.created_at); end")
   const created = connection.writeTransaction(() => insertPets(connection, values.slice(0, 2), createdAt))
   assert.deepEqual(created, rows().slice(-3, -1))
+})
+
+test('SQLite: groups of creates committed together are each answered alone, and one group\'s fault fails that group only', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const path = databaseUrl.slice('sqlite:'.length)
+  const connection = new SqliteConnection(path, 'default')
+  defer(t, () => { connection.close() })
+  const group = (...names: string[]) => ({ creates: names.map((name) => ({ pet: { name, categoryId: 1n, status: 'available' as const } })), createdAt: '2026-11-25T00:00:00.000Z' })
+  const names = (outcome: PetCreated[] | Error) => outcome instanceof Error ? outcome.message : outcome.map((created) => created.outcome === 'created' ? created.pet.name : 'replayed')
+  const stored = () => connection.query<{ name: string }>('select name from pets order by id').map(({ name }) => name)
+
+  connection.query("create trigger refused before insert on pets when new.name = 'Refused' begin select raise(abort, 'refused by a trigger'); end")
+  const outcomes = commitCreateGroups(connection, [group('A', 'B'), group('C', 'Refused'), group('D')])
+  assert.deepEqual(outcomes.map(names), [['A', 'B'], 'refused by a trigger', ['D']])
+  assert.deepEqual(stored(), ['A', 'B', 'D'])
+
+  // Another process holds the write lock past the busy timeout: every group fails after one wait, not one each.
+  const other = new SqliteConnection(path, 'default')
+  defer(t, () => { other.close() })
+  other.query('begin immediate')
+  const started = performance.now()
+  const busy = commitCreateGroups(connection, [group('E'), group('F'), group('G'), group('H')])
+  const waitedMs = performance.now() - started
+  other.query('rollback')
+  assert.deepEqual(busy.map((outcome) => outcome instanceof Error && (outcome as { code?: string }).code), Array(4).fill('SQLITE_BUSY'))
+  assert.ok(waitedMs < 1200, `one busy wait of 500 ms, not four: ${Math.round(waitedMs)} ms`)
+  assert.deepEqual(stored(), ['A', 'B', 'D'])
 })

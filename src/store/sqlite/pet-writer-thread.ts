@@ -22,9 +22,10 @@ interface Pending {
  * Commits groups of creates on a thread of its own, with its own connection to the SQLite file. Under
  * DURABILITY=strict each commit waits for an fsync (a quarter to half a millisecond here); on the
  * event loop that wait stopped every request, while on this thread the loop keeps serving and
- * gathering the next group. SQLite publishes a commit to other connections only after its fsync, so
- * readers still see a pet only once it is durable. Without the fsync a commit is cheaper than the
- * hand-off between threads, so default durability commits on the event loop.
+ * sending the next groups, which the thread then commits together. SQLite publishes a commit to other
+ * connections only after its fsync, so readers still see a pet only once it is durable. Without the
+ * fsync a commit is cheaper than the hand-off between threads, so default durability commits on the
+ * event loop.
  */
 export class PetWriterThread {
   readonly #worker: Worker

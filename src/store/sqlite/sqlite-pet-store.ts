@@ -45,10 +45,12 @@ export class SqlitePetStore implements PetStore {
   readonly #parts: SqlitePetStoreParts
   readonly #cache = new StoreReadCache()
   readonly #version: () => Promise<string>
-  readonly #creates = new GroupCommit<PetCreate, PetCreated>((creates) => this.#commit(creates))
+  readonly #creates: GroupCommit<PetCreate, PetCreated>
 
   constructor (parts: SqlitePetStoreParts) {
     this.#parts = parts
+    // The writer thread merges the groups that queue while it commits (see pet-writer.worker).
+    this.#creates = new GroupCommit((creates) => this.#commit(creates), { pipelined: parts.writerThread !== undefined })
     // Read once for all the reads of a turn, at its end (a system call a read was a tenth of a cached
     // getPet): every request of the turn was received before it, so each is still answered with the
     // store as it was after the request arrived, as if the version were read for each. Answers leave no

@@ -1,6 +1,7 @@
 import type { Pet } from '../../pets/pet.schemas.js'
 import { PET_INSERT_COLUMNS, petJsonSql, petOfValues, petRowValues } from '../pet-columns.js'
 import type { PetCreate, PetCreated, PetValues, StoredResponse } from '../pet-store.js'
+import { isStoreUnavailable } from '../store-errors.js'
 import { createdResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 import type { SqliteConnection } from './sqlite-connection.js'
 
@@ -54,6 +55,41 @@ export function commitCreates (connection: SqliteConnection, creates: readonly P
       return { outcome: 'created', pet, response }
     })
   })
+}
+
+/** Creates committed together, at one time (`createdAt`). */
+export interface CreateGroup {
+  creates: readonly PetCreate[]
+  createdAt: string
+}
+
+/**
+ * Commits groups of creates in one transaction (each group's own is a savepoint in it), so that they
+ * share one commit and its fsync. Returns, per group, its outcomes or its error.
+ */
+export function commitCreateGroups (connection: SqliteConnection, groups: readonly CreateGroup[]): Array<PetCreated[] | Error> {
+  const commitGroup = ({ creates, createdAt }: CreateGroup) => commitCreates(connection, creates, createdAt)
+  if (groups.length < 2) return groups.map((group) => outcomeOf(() => commitGroup(group)))
+  try {
+    return connection.writeTransaction(() => groups.map(commitGroup))
+  } catch (error) {
+    // None is committed. A store fault (busy, full, failing) fails them all at once: alone, each would
+    // wait for it again. Any other fault is one group's: each is tried alone, so that it fails alone.
+    if (isStoreUnavailable(error)) return groups.map(() => asError(error))
+    return groups.map((group) => outcomeOf(() => commitGroup(group)))
+  }
+}
+
+function outcomeOf (commit: () => PetCreated[]): PetCreated[] | Error {
+  try {
+    return commit()
+  } catch (error) {
+    return asError(error)
+  }
+}
+
+function asError (error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error))
 }
 
 /**
