@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
@@ -45,7 +45,7 @@ export class IdempotentCreates {
     if (this.#inFlight.has(slot)) throw IN_USE
     this.#inFlight.add(slot)
     try {
-      const requestHash = createHash('sha256').update(canonicalJson(requestBody)).digest('hex')
+      const requestHash = hash('sha256', canonicalJson(requestBody), 'hex') // one-shot: half the cost of a Hash object
       const notBefore = new Date(this.clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
       return resultOf(await commit({ apiKeyId, key, requestHash, locationPrefix, notBefore }), requestHash)
     } finally {
