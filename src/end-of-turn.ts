@@ -16,26 +16,27 @@ export function atEndOfTurn (work: () => void): void {
 
 async function runDue (): Promise<void> {
   running = true
+  let failure: { error: unknown } | undefined
   while (due.length > 0) {
     const works = due
     due = []
-    for (const work of works) runAlone(work)
+    for (const work of works) {
+      // A work that throws fails alone, as an immediate of its own would: the rest of the turn (the
+      // held answers of other connections, a group commit) still runs.
+      try {
+        work()
+      } catch (error) {
+        failure ??= { error }
+      }
+    }
     await promisesSettled()
   }
   running = false
-}
-
-/**
- * Runs `work` as an immediate of its own would run: if it throws, the rest of the turn still runs
- * (the held answers of other connections, a group commit), and its error is thrown on its own, as an
- * uncaught exception, which shuts the service down gracefully.
- */
-function runAlone (work: () => void): void {
-  try {
-    work()
-  } catch (error) {
-    process.nextTick(() => { throw error })
-  }
+  // Thrown on its own, uncaught, which shuts the service down gracefully: the first error only, as a
+  // second uncaught one would end the process at once.
+  if (failure === undefined) return
+  const { error } = failure
+  process.nextTick(() => { throw error })
 }
 
 /**

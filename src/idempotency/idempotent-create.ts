@@ -45,7 +45,7 @@ export class IdempotentCreates {
     if (this.#inFlight.has(slot)) throw IN_USE
     this.#inFlight.add(slot)
     try {
-      const requestHash = hash('sha256', canonicalJson(requestBody), 'hex') // one-shot: half the cost of a Hash object
+      const requestHash = hash('sha256', canonicalJson(requestBody), 'hex') // one-shot, without a Hash object, as for keys
       const notBefore = new Date(this.clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
       return resultOf(await commit({ apiKeyId, key, requestHash, locationPrefix, notBefore }), requestHash)
     } finally {

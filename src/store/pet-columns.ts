@@ -26,7 +26,7 @@ export function petOfRow (row: PetRow): Pet {
 
 /** A pet as the API answers it, from the values it was inserted with and the id it took. */
 export function petOfValues (id: bigint, values: PetValues): Pet {
-  // A plain loop: on every created pet, where spreading the values and Object.fromEntries cost ten times as much.
+  // A plain loop: no intermediate objects (a spread, entries) for every created pet.
   const pet: Record<string, unknown> = {}
   for (const { field } of PET_FIELDS) pet[field] = field === 'id' ? id : values[field as keyof PetValues]
   return pet as Pet

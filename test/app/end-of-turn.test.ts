@@ -14,9 +14,10 @@ const FAILING_WORK = `
   atEndOfTurn(() => { console.log('first') })
   atEndOfTurn(() => { throw new Error('second failed') })
   atEndOfTurn(() => { console.log('third') })
+  atEndOfTurn(() => { throw new Error('fourth failed') })
 `
 
-test('a work that throws at the end of a turn fails alone: the rest of the turn runs, and its error is uncaught', async () => {
+test('a work that throws at the end of a turn fails alone: the rest of the turn runs, and the first such error is uncaught', async () => {
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', FAILING_WORK])
   assert.deepEqual(stdout.trim().split('\n'), ['first', 'third', 'uncaught: second failed', 'a later turn'])
 })

@@ -61,7 +61,7 @@ test('the writer thread commits each group and answers each create in the order 
   assert.deepEqual(stored, [...pets].sort((a, b) => Number(a.id - b.id)))
 })
 
-test('groups sent to the writer thread one after the other, without waiting, are each answered with their own pets', async (t) => {
+test('groups sent to the writer thread one after the other, without waiting, are each answered with their own pets', { timeout: 10_000 }, async (t) => {
   const { db, databaseUrl } = await createTestStore(t)
   const writer = new PetWriterThread({ path: databaseUrl.slice('sqlite:'.length), durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
   defer(t, () => writer.close())
@@ -71,6 +71,53 @@ test('groups sent to the writer thread one after the other, without waiting, are
   assert.deepEqual(pets.map((group) => group.map(({ name }) => name)), groups)
   const stored = await db.selectFrom('pets').select(['id', 'name']).orderBy('id').execute()
   assert.deepEqual(stored, pets.flat().map(({ id, name }) => ({ id, name })))
+})
+
+test('the writer thread answers every group sent before it is told to stop', { timeout: 10_000 }, async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const writer = new PetWriterThread({ path: databaseUrl.slice('sqlite:'.length), durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
+  const answers = ['A', 'B', 'C'].map((name) => writer.commit([{ pet: { name, categoryId: 1n, status: 'available' } }], new Date().toISOString()))
+  await writer.close()
+  const pets = (await Promise.all(answers)).flat().map((outcome) => outcome.outcome === 'created' ? outcome.pet.name : assert.fail('not created'))
+  assert.deepEqual(pets, ['A', 'B', 'C'])
+  assert.deepEqual((await db.selectFrom('pets').select('name').orderBy('id').execute()).map(({ name }) => name), pets)
+})
+
+test('when a commit on the writer thread fails for the store, the groups queued meanwhile fail with it at once', { timeout: 10_000 }, async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const path = databaseUrl.slice('sqlite:'.length)
+  const writer = new PetWriterThread({ path, durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
+  defer(t, () => writer.close())
+  const other = new SqliteDatabase(path)
+  defer(t, () => other.close())
+  const create = () => writer.commit([{ pet: { name: 'Waits', categoryId: 1n, status: 'available' } }], new Date().toISOString())
+  await create() // the thread started and ready
+  other.exec('begin immediate') // held past the writer's busy timeout (500 ms)
+  const started = performance.now()
+  const first = create()
+  await new Promise((resolve) => setTimeout(resolve, 50)) // the first group waiting for the lock
+  const queued = create()
+  const outcomes = await Promise.allSettled([first, queued])
+  const waitedMs = performance.now() - started
+  other.exec('rollback')
+  assert.deepEqual(outcomes.map((outcome) => outcome.status === 'rejected' && (outcome.reason as { code?: string }).code), ['SQLITE_BUSY', 'SQLITE_BUSY'])
+  assert.ok(waitedMs < 900, `one busy wait, not one a group: ${Math.round(waitedMs)} ms`)
+})
+
+test('under DURABILITY=strict, concurrent creates are each answered with their own pet, readable at once', async (t) => {
+  const testApp = await build(t, { env: STRICT })
+  const origin = await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const names = Array.from({ length: 50 }, (_, i) => `Concurrent ${i}`)
+  const created = await Promise.all(names.map(async (name) => {
+    const response = await fetch(`${origin}/v1/pets`, { method: 'POST', headers: { ...testApp.auth, 'content-type': 'application/json' }, body: JSON.stringify({ name, categoryId: 1 }) })
+    return { status: response.status, body: await response.text() }
+  }))
+  assert.deepEqual(created.map(({ status, body }) => [status, JSON.parse(body).name]), names.map((name) => [201, name]))
+  assert.equal(new Set(created.map(({ body }) => JSON.parse(body).id)).size, names.length)
+  for (const { body } of created) {
+    const stored = await fetch(`${origin}/v1/pets/${JSON.parse(body).id}`, { headers: testApp.auth })
+    assert.equal(await stored.text(), body)
+  }
 })
 
 test('once the writer thread has stopped, creates are committed on the main connection', async (t) => {

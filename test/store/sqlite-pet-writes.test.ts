@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { SqliteConnection } from '../../src/store/sqlite/sqlite-connection.js'
 import type { PetCreated } from '../../src/store/pet-store.js'
-import { commitCreateGroups, insertPets } from '../../src/store/sqlite/sqlite-pet-writes.js'
+import { commitCreateGroups, commitCreates, insertPets } from '../../src/store/sqlite/sqlite-pet-writes.js'
 import { createTestStore, defer } from '../helper.js'
 
 // The ids of inserted pets are worked out, not read back (see insertPets): they must be the rows' own.
@@ -36,29 +36,54 @@ test('SQLite: inserted pets are answered with the ids their rows took, or not at
   assert.deepEqual(created, rows().slice(-3, -1))
 })
 
-test('SQLite: groups of creates committed together are each answered alone, and one group\'s fault fails that group only', async (t) => {
+/** A connection that counts the write transactions begun on it. */
+class CountingConnection extends SqliteConnection {
+  transactions = 0
+
+  override writeTransaction<T> (work: () => T): T {
+    this.transactions++
+    return super.writeTransaction(work)
+  }
+}
+
+test('SQLite: groups of creates are committed in one transaction, each answered alone, and one group\'s fault fails that group only', async (t) => {
   const { databaseUrl } = await createTestStore(t)
   const path = databaseUrl.slice('sqlite:'.length)
-  const connection = new SqliteConnection(path, 'default')
+  const connection = new CountingConnection(path, 'default')
   defer(t, () => { connection.close() })
   const group = (...names: string[]) => ({ creates: names.map((name) => ({ pet: { name, categoryId: 1n, status: 'available' as const } })), createdAt: '2026-11-25T00:00:00.000Z' })
   const names = (outcome: PetCreated[] | Error) => outcome instanceof Error ? outcome.message : outcome.map((created) => created.outcome === 'created' ? created.pet.name : 'replayed')
   const stored = () => connection.query<{ name: string }>('select name from pets order by id').map(({ name }) => name)
+  const transactionsOf = (commit: () => Array<PetCreated[] | Error>) => {
+    connection.transactions = 0
+    const outcomes = commit()
+    return { outcomes: outcomes.map(names), transactions: connection.transactions }
+  }
+
+  assert.deepEqual(transactionsOf(() => commitCreateGroups(connection, [group('A'), group('B', 'C')])), { outcomes: [['A'], ['B', 'C']], transactions: 1 })
 
   connection.query("create trigger refused before insert on pets when new.name = 'Refused' begin select raise(abort, 'refused by a trigger'); end")
-  const outcomes = commitCreateGroups(connection, [group('A', 'B'), group('C', 'Refused'), group('D')])
-  assert.deepEqual(outcomes.map(names), [['A', 'B'], 'refused by a trigger', ['D']])
-  assert.deepEqual(stored(), ['A', 'B', 'D'])
+  assert.deepEqual(transactionsOf(() => commitCreateGroups(connection, [group('D', 'E'), group('F', 'Refused'), group('G')])), {
+    outcomes: [['D', 'E'], 'refused by a trigger', ['G']],
+    transactions: 4 // the three together, then each alone
+  })
+  assert.deepEqual(stored(), ['A', 'B', 'C', 'D', 'E', 'G'])
 
-  // Another process holds the write lock past the busy timeout: every group fails after one wait, not one each.
+  // Another connection holds the write lock past the busy timeout: every group fails after one wait, not one each.
   const other = new SqliteConnection(path, 'default')
   defer(t, () => { other.close() })
   other.query('begin immediate')
-  const started = performance.now()
-  const busy = commitCreateGroups(connection, [group('E'), group('F'), group('G'), group('H')])
-  const waitedMs = performance.now() - started
+  const busy = transactionsOf(() => commitCreateGroups(connection, [group('H'), group('I'), group('J')]))
   other.query('rollback')
-  assert.deepEqual(busy.map((outcome) => outcome instanceof Error && (outcome as { code?: string }).code), Array(4).fill('SQLITE_BUSY'))
-  assert.ok(waitedMs < 1200, `one busy wait of 500 ms, not four: ${Math.round(waitedMs)} ms`)
-  assert.deepEqual(stored(), ['A', 'B', 'D'])
+  assert.deepEqual(busy, { outcomes: Array(3).fill('database is locked'), transactions: 1 })
+  assert.deepEqual(stored(), ['A', 'B', 'C', 'D', 'E', 'G'])
+})
+
+test('SQLite: a write transaction is never begun inside another, where it would be a savepoint answered as committed', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const connection = new SqliteConnection(databaseUrl.slice('sqlite:'.length), 'default')
+  defer(t, () => { connection.close() })
+  connection.query('begin immediate') // left open, as by a rollback that failed
+  assert.throws(() => commitCreates(connection, [{ pet: { name: 'Lost', categoryId: 1n, status: 'available' } }], '2026-11-25T00:00:00.000Z'), /already open/)
+  connection.query('rollback')
 })

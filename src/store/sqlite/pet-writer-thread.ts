@@ -1,7 +1,11 @@
 import type { Worker } from 'node:worker_threads'
 import type { PetCreate, PetCreated } from '../pet-store.js'
 import type { Durability } from '../store.js'
+import type { CreateGroup } from './sqlite-pet-writes.js'
 import { startWorker, stopWorker } from './worker-thread.js'
+
+/** What the writer thread is sent: a group to commit, or null to stop once the groups sent before it are answered. */
+export type WriterMessage = CreateGroup | null
 
 /** What the writer thread answers for each group: the outcomes in the order sent, or the store's error. */
 export type WriterAnswer = { created: PetCreated[] } | { error: { code: string | undefined, message: string } }
@@ -36,7 +40,9 @@ export class PetWriterThread {
     this.#worker = startWorker('pet-writer.worker', import.meta.url, workerData)
     this.#worker.unref() // an idle writer must not keep the process alive, unlike one with work
     this.#worker.on('message', (answer: WriterAnswer) => {
-      const { resolve, reject } = this.#pending.shift()!
+      const pending = this.#pending.shift()
+      if (pending === undefined) return // failed already (see #fail), with the thread's other answers
+      const { resolve, reject } = pending
       if (this.#pending.length === 0) this.#worker.unref()
       if ('created' in answer) resolve(answer.created)
       else reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
@@ -58,14 +64,14 @@ export class PetWriterThread {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
     return new Promise((resolve, reject) => {
       if (this.#pending.push({ resolve, reject }) === 1) this.#worker.ref()
-      this.#worker.postMessage({ creates, createdAt })
+      this.#worker.postMessage({ creates, createdAt } satisfies WriterMessage)
     })
   }
 
   /** Lets the thread finish the groups it was sent, close its connection and stop. */
   async close (): Promise<void> {
     if (this.#failure !== undefined) return
-    await stopWorker(this.#worker, null)
+    await stopWorker(this.#worker, null satisfies WriterMessage)
   }
 
   #fail (error: Error): void {

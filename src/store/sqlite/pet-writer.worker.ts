@@ -2,7 +2,8 @@
 // answers each, in the order sent, with its outcomes or the store's error.
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import type { PetCreated } from '../pet-store.js'
-import type { WriterAnswer, WriterWorkerData } from './pet-writer-thread.js'
+import { isStoreUnavailable } from '../store-errors.js'
+import type { WriterAnswer, WriterMessage, WriterWorkerData } from './pet-writer-thread.js'
 import { commitCreateGroups, type CreateGroup } from './sqlite-pet-writes.js'
 import { SqliteConnection } from './sqlite-connection.js'
 
@@ -11,26 +12,35 @@ const connection = new SqliteConnection(path, durability)
 connection.setting(`wal_autocheckpoint = ${autocheckpointPages}`)
 const port = parentPort!
 
-/** A group to commit, or null: stop once the groups sent before it are answered. */
-type Message = CreateGroup | null
-
-port.on('message', (first: Message) => {
+port.on('message', (first: WriterMessage) => {
   // The groups sent while the last commit waited for its fsync are queued here by now: committed
   // together, they share the next one.
-  const groups: CreateGroup[] = []
-  let message = first
-  while (message !== null) {
-    groups.push(message)
-    const queued = receiveMessageOnPort(port)
-    if (queued === undefined) break
-    message = queued.message as Message
+  const sent = first === null ? { groups: [], stop: true } : takeQueued([first])
+  const outcomes = commitCreateGroups(connection, sent.groups)
+  for (const outcome of outcomes) port.postMessage(answerOf(outcome))
+  let { stop } = sent
+  // The groups sent meanwhile fail with a store fault at once: committed, each would wait for it again.
+  const storeFault = outcomes.find((outcome) => outcome instanceof Error && isStoreUnavailable(outcome))
+  if (storeFault !== undefined && !stop) {
+    const failing = takeQueued([])
+    for (const answer of failing.groups.map(() => answerOf(storeFault))) port.postMessage(answer)
+    stop = failing.stop
   }
-  for (const outcome of commitCreateGroups(connection, groups)) port.postMessage(answerOf(outcome))
-  if (message === null) {
+  if (stop) {
     connection.close()
     port.close() // with the port closed, the thread ends
   }
 })
+
+/** `groups` and the groups queued on the port after them, up to the stop message if it came. */
+function takeQueued (groups: CreateGroup[]): { groups: CreateGroup[], stop: boolean } {
+  for (let queued = receiveMessageOnPort(port); queued !== undefined; queued = receiveMessageOnPort(port)) {
+    const message = queued.message as WriterMessage
+    if (message === null) return { groups, stop: true }
+    groups.push(message)
+  }
+  return { groups, stop: false }
+}
 
 function answerOf (outcome: PetCreated[] | Error): WriterAnswer {
   if (!(outcome instanceof Error)) return { created: outcome }

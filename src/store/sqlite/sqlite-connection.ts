@@ -63,6 +63,9 @@ export class SqliteConnection {
 
   /** Runs `work` as one write transaction (BEGIN IMMEDIATE, which takes the write lock up front). */
   writeTransaction<T> (work: () => T): T {
+    // Never a savepoint in a transaction left open (by a rollback that failed, say): its work would
+    // be answered as committed while nothing is.
+    if (this.#sqlite.inTransaction) throw new Error('A transaction is already open on this connection')
     return this.#transaction.immediate(work) as T
   }
 

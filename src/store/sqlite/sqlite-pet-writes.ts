@@ -29,32 +29,10 @@ const SAVE_RESPONSE = 'insert into idempotency_keys (api_key_id, key, request_ha
 
 /**
  * Commits a group of creates in one write transaction, synchronously (the hot write path, without a
- * promise per statement): a create whose idempotency key holds an answer already replays it, the
- * others insert their pets and record their answers. SQLite has one writer at a time, so no other
- * transaction can claim a key between the look and the insert.
+ * promise per statement).
  */
 export function commitCreates (connection: SqliteConnection, creates: readonly PetCreate[], createdAt: string): PetCreated[] {
-  return connection.writeTransaction(() => {
-    const outcomes: Array<PetCreated | undefined> = creates.map(({ idempotency: claim }) => {
-      if (claim === undefined) return undefined
-      connection.query(DELETE_EXPIRED_CLAIM, [claim.apiKeyId, claim.key, claim.notBefore])
-      const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key])
-      // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
-      return stored === undefined ? undefined : { outcome: 'replayed', response: { ...stored, status: Number(stored.status) } }
-    })
-    const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
-    const pets = insertPets(connection, toCreate.map(({ pet }) => pet), createdAt)
-    let next = 0
-    return outcomes.map((outcome, i) => {
-      if (outcome !== undefined) return outcome
-      const pet = pets[next++]!
-      const claim = creates[i]!.idempotency
-      if (claim === undefined) return { outcome: 'created', pet }
-      const response = createdResponse(claim, pet)
-      connection.query(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
-      return { outcome: 'created', pet, response }
-    })
-  })
+  return connection.writeTransaction(() => writeCreates(connection, creates, createdAt))
 }
 
 /** Creates committed together, at one time (`createdAt`). */
@@ -64,20 +42,27 @@ export interface CreateGroup {
 }
 
 /**
- * Commits groups of creates in one transaction (each group's own is a savepoint in it), so that they
- * share one commit and its fsync. Returns, per group, its outcomes or its error.
+ * Commits groups of creates in one write transaction, so that they share one commit and its fsync,
+ * and returns, per group, its outcomes or its error. After a fault none is committed: a store fault
+ * (busy, full, failing) fails them all at once, as alone each would wait for it again; any other is
+ * one group's, so each is then tried alone, to fail alone.
  */
 export function commitCreateGroups (connection: SqliteConnection, groups: readonly CreateGroup[]): Array<PetCreated[] | Error> {
-  const commitGroup = ({ creates, createdAt }: CreateGroup) => commitCreates(connection, creates, createdAt)
-  if (groups.length < 2) return groups.map((group) => outcomeOf(() => commitGroup(group)))
-  try {
-    return connection.writeTransaction(() => groups.map(commitGroup))
-  } catch (error) {
-    // None is committed. A store fault (busy, full, failing) fails them all at once: alone, each would
-    // wait for it again. Any other fault is one group's: each is tried alone, so that it fails alone.
-    if (isStoreUnavailable(error)) return groups.map(() => asError(error))
-    return groups.map((group) => outcomeOf(() => commitGroup(group)))
+  if (groups.length > 1) {
+    try {
+      return connection.writeTransaction(() => groups.map(({ creates, createdAt }) => writeCreates(connection, creates, createdAt)))
+    } catch (error) {
+      if (isStoreUnavailable(error)) return groups.map(() => asError(error))
+    }
   }
+  const outcomes: Array<PetCreated[] | Error> = []
+  let storeFault: Error | undefined
+  for (const { creates, createdAt } of groups) {
+    const outcome = storeFault ?? outcomeOf(() => commitCreates(connection, creates, createdAt))
+    if (outcome instanceof Error && isStoreUnavailable(outcome)) storeFault = outcome
+    outcomes.push(outcome)
+  }
+  return outcomes
 }
 
 function outcomeOf (commit: () => PetCreated[]): PetCreated[] | Error {
@@ -90,6 +75,33 @@ function outcomeOf (commit: () => PetCreated[]): PetCreated[] | Error {
 
 function asError (error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error))
+}
+
+/**
+ * Writes a group of creates inside the caller's write transaction: a create whose idempotency key
+ * holds an answer already replays it, the others insert their pets and record their answers. SQLite
+ * has one writer at a time, so no other transaction can claim a key between the look and the insert.
+ */
+function writeCreates (connection: SqliteConnection, creates: readonly PetCreate[], createdAt: string): PetCreated[] {
+  const outcomes: Array<PetCreated | undefined> = creates.map(({ idempotency: claim }) => {
+    if (claim === undefined) return undefined
+    connection.query(DELETE_EXPIRED_CLAIM, [claim.apiKeyId, claim.key, claim.notBefore])
+    const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key])
+    // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
+    return stored === undefined ? undefined : { outcome: 'replayed', response: { ...stored, status: Number(stored.status) } }
+  })
+  const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
+  const pets = insertPets(connection, toCreate.map(({ pet }) => pet), createdAt)
+  let next = 0
+  return outcomes.map((outcome, i) => {
+    if (outcome !== undefined) return outcome
+    const pet = pets[next++]!
+    const claim = creates[i]!.idempotency
+    if (claim === undefined) return { outcome: 'created', pet }
+    const response = createdResponse(claim, pet)
+    connection.query(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
+    return { outcome: 'created', pet, response }
+  })
 }
 
 /**
