@@ -23,8 +23,9 @@ const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
 const PETS_SEQUENCE = "select seq from sqlite_sequence where name = 'pets'"
 const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('sqlite')} from pets where id between ? and ? order by id`
 
-const DELETE_EXPIRED_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ? and created_at < ?'
-const FIND_RESPONSE = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ?`
+// One look a claim: the answer with its age, deleted only when older than the retention (the rare case).
+const FIND_CLAIM = `select ${STORED_RESPONSE_SELECT_LIST}, created_at as "createdAt" from idempotency_keys where api_key_id = ? and key = ?`
+const DELETE_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ?'
 const SAVE_RESPONSE = 'insert into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at) values (?, ?, ?, ?, ?, ?, ?)'
 
 /**
@@ -85,10 +86,16 @@ function asError (error: unknown): Error {
 function writeCreates (connection: SqliteConnection, creates: readonly PetCreate[], createdAt: string): PetCreated[] {
   const outcomes: Array<PetCreated | undefined> = creates.map(({ idempotency: claim }) => {
     if (claim === undefined) return undefined
-    connection.query(DELETE_EXPIRED_CLAIM, [claim.apiKeyId, claim.key, claim.notBefore])
-    const [stored] = connection.query<StoredResponse>(FIND_RESPONSE, [claim.apiKeyId, claim.key])
+    const [stored] = connection.query<StoredResponse & { createdAt: string }>(FIND_CLAIM, [claim.apiKeyId, claim.key])
+    if (stored === undefined) return undefined
+    // ISO 8601 times in UTC compare as text, in JavaScript as in SQL.
+    if (stored.createdAt < claim.notBefore) {
+      connection.run(DELETE_CLAIM, [claim.apiKeyId, claim.key])
+      return undefined
+    }
+    const { requestHash, status, body, location } = stored
     // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
-    return stored === undefined ? undefined : { outcome: 'replayed', response: { ...stored, status: Number(stored.status) } }
+    return { outcome: 'replayed', response: { requestHash, status: Number(status), body, location } }
   })
   const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
   const pets = insertPets(connection, toCreate.map(({ pet }) => pet), createdAt)
