@@ -23,7 +23,8 @@ port.on('message', (first: WriterMessage) => {
   const storeFault = outcomes.find((outcome) => outcome instanceof Error && isStoreUnavailable(outcome))
   if (storeFault !== undefined && !stop) {
     const failing = takeQueued([])
-    for (const answer of failing.groups.map(() => answerOf(storeFault))) port.postMessage(answer)
+    const answer = answerOf(storeFault)
+    for (let i = 0; i < failing.groups.length; i++) port.postMessage(answer)
     stop = failing.stop
   }
   if (stop) {
