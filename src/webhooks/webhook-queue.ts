@@ -95,17 +95,12 @@ export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: stri
   // whether or not the final select reads them; the attempt is logged only if the lease was held.
   const row = isPostgres(db) ?
       await db.with('updated', update)
-        .with('logged', (creator) => creator.insertInto('webhook_deliveries')
-          .columns(['webhook_id', 'event_id', 'attempt', 'attempted_at', 'response_status', 'error', 'duration_ms'])
-          .expression((eb) => eb.selectFrom('updated').select([
-            sql<bigint>`${webhookId}::bigint`.as('webhook_id'),
-            sql<bigint>`${record.eventId}::bigint`.as('event_id'),
-            sql<number>`${record.attempt}::integer`.as('attempt'),
-            sql<string>`${record.attemptedAt}::text`.as('attempted_at'),
-            sql<number | null>`${record.responseStatus}::integer`.as('response_status'),
-            sql<string | null>`${record.error}::text`.as('error'),
-            sql<number>`${record.durationMs}::integer`.as('duration_ms')
-          ])))
+        .with('logged', (creator) => {
+          const attempt = deliveryRow(webhookId, record)
+          const columns = Object.keys(attempt) as Array<keyof DeliveryRow>
+          return creator.insertInto('webhook_deliveries').columns(columns).expression((eb) => eb.selectFrom('updated')
+            .select(columns.map((column) => sql`${attempt[column]}::${sql.raw(DELIVERY_COLUMN_TYPES[column])}`.as(column))))
+        })
         .selectFrom('updated').select('state').executeTakeFirst() :
       await db.transaction().execute(async (trx) => {
         const updated = await update(trx).executeTakeFirst()
@@ -116,8 +111,11 @@ export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: stri
   return { held: after.kind === 'delivered', goOn: after.kind === 'delivered' && row.state === 'enabled' }
 }
 
-async function insertAttempt (trx: Db, webhookId: bigint, record: AttemptRecord): Promise<void> {
-  await trx.insertInto('webhook_deliveries').values({
+type DeliveryRow = ReturnType<typeof deliveryRow>
+
+/** The row of `webhook_deliveries` that logs an attempt. */
+function deliveryRow (webhookId: bigint, record: AttemptRecord) {
+  return {
     webhook_id: webhookId,
     event_id: record.eventId,
     attempt: record.attempt,
@@ -125,7 +123,16 @@ async function insertAttempt (trx: Db, webhookId: bigint, record: AttemptRecord)
     response_status: record.responseStatus,
     error: record.error,
     duration_ms: record.durationMs
-  }).execute()
+  }
+}
+
+// PostgreSQL takes a parameter in a select list as text: inserted from one, each value names its column's type.
+const DELIVERY_COLUMN_TYPES: Record<keyof DeliveryRow, string> = {
+  webhook_id: 'bigint', event_id: 'bigint', attempt: 'integer', attempted_at: 'text', response_status: 'integer', error: 'text', duration_ms: 'integer'
+}
+
+async function insertAttempt (trx: Db, webhookId: bigint, record: AttemptRecord): Promise<void> {
+  await trx.insertInto('webhook_deliveries').values(deliveryRow(webhookId, record)).execute()
 }
 
 /**
