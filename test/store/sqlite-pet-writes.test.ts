@@ -87,3 +87,37 @@ test('SQLite: a write transaction is never begun inside another, where it would 
   assert.throws(() => commitCreates(connection, [{ pet: { name: 'Lost', categoryId: 1n, status: 'available' } }], '2026-11-25T00:00:00.000Z'), /already open/)
   connection.query('rollback')
 })
+
+// A claim stores its answer before its pet is inserted, for the id the pet will take (see writeCreates).
+test('SQLite: a claimed create answers with its pet\'s own id and location, or fails whole', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const connection = new SqliteConnection(databaseUrl.slice('sqlite:'.length), 'default')
+  defer(t, () => { connection.close() })
+  const createdAt = '2026-11-25T00:00:00.000Z'
+  const claim = (key: string) => ({ apiKeyId: 1n, key, requestHash: `hash of ${key}`, locationPrefix: '/v1/pets/', notBefore: '2026-11-24T00:00:00.000Z' })
+  const create = (name: string, key?: string) => ({ pet: { name, categoryId: 1n, status: 'available' as const }, idempotency: key === undefined ? undefined : claim(key) })
+  const answers = () => connection.query<{ key: string, body: string, location: string }>('select key, response_body as body, location from idempotency_keys order by key')
+  const pets = () => connection.query<{ id: bigint, name: string }>('select id, name from pets order by id')
+
+  const outcomes = commitCreates(connection, [create('A', 'a'), create('B'), create('C', 'c')], createdAt)
+  const [a, b, c] = pets()
+  assert.deepEqual(outcomes.map((outcome) => outcome.outcome === 'created' ? outcome.pet.id : undefined), [a!.id, b!.id, c!.id])
+  assert.deepEqual(answers(), [
+    { key: 'a', body: `{"id":${a!.id},"name":"A","categoryId":1,"status":"available"}`, location: `/v1/pets/${a!.id}` },
+    { key: 'c', body: `{"id":${c!.id},"name":"C","categoryId":1,"status":"available"}`, location: `/v1/pets/${c!.id}` }
+  ])
+
+  // A key used before replays its answer, and the pets after it take the ids their answers name.
+  const again = commitCreates(connection, [create('A again', 'a'), create('D', 'd')], createdAt)
+  assert.deepEqual(again[0], { outcome: 'replayed', response: { requestHash: 'hash of a', status: 201, body: answers()[0]!.body, location: `/v1/pets/${a!.id}` } })
+  const d = pets().at(-1)!
+  assert.equal(d.name, 'D')
+  assert.equal(answers().find(({ key }) => key === 'd')!.location, `/v1/pets/${d.id}`)
+
+  // A row inserted among the pets before the claimed one (a trigger on the claim here) would make its
+  // answer name another pet: the group fails, and nothing of it is kept.
+  connection.query("create trigger intruder after insert on idempotency_keys when new.key = 'e' begin insert into pets (name, category_id, status, created_at) values ('Intruder', 1, 'sold', new.created_at); end")
+  assert.throws(() => commitCreates(connection, [create('E', 'e')], createdAt), /other rows were inserted/)
+  assert.deepEqual(pets().map(({ name }) => name), ['A', 'B', 'C', 'D'])
+  assert.deepEqual(answers().map(({ key }) => key), ['a', 'c', 'd'])
+})

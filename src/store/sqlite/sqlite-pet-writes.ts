@@ -1,6 +1,6 @@
 import type { Pet } from '../../pets/pet.schemas.js'
 import { PET_INSERT_COLUMNS, petJsonSql, petOfValues, petRowValues } from '../pet-columns.js'
-import type { PetCreate, PetCreated, PetValues, StoredResponse } from '../pet-store.js'
+import type { IdempotencyClaim, PetCreate, PetCreated, PetValues, StoredResponse } from '../pet-store.js'
 import { isStoreUnavailable } from '../store-errors.js'
 import { createdResponse, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
 import type { SqliteConnection } from './sqlite-connection.js'
@@ -23,10 +23,17 @@ const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
 const PETS_SEQUENCE = "select seq from sqlite_sequence where name = 'pets'"
 const RECORD_PETS_CREATED = `insert into events (type, occurred_at, data) select 'pet.created', ?, ${petJsonSql('sqlite')} from pets where id between ? and ? order by id`
 
-// One look a claim: the answer with its age, deleted only when older than the retention (the rare case).
-const FIND_CLAIM = `select ${STORED_RESPONSE_SELECT_LIST}, created_at as "createdAt" from idempotency_keys where api_key_id = ? and key = ?`
-const DELETE_CLAIM = 'delete from idempotency_keys where api_key_id = ? and key = ?'
-const SAVE_RESPONSE = 'insert into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at) values (?, ?, ?, ?, ?, ?, ?)'
+// A claim is one statement, in the common case of a new key: it stores its answer, made for the id its
+// pet will take (see PETS_SEQUENCE), before the pet is inserted. A key holding an answer younger than
+// the retention keeps it (no change), and that answer is read and replayed; an older one is replaced
+// (ISO 8601 times in UTC compare as text). A look first and an insert after cost an idempotent create
+// 3% more CPU (docs/benchmarks.md).
+const CLAIM = `insert into idempotency_keys (api_key_id, key, request_hash, status_code, response_body, location, created_at)
+  values (?, ?, ?, ?, ?, ?, ?)
+  on conflict (api_key_id, key) do update set request_hash = excluded.request_hash, status_code = excluded.status_code,
+    response_body = excluded.response_body, location = excluded.location, created_at = excluded.created_at
+  where idempotency_keys.created_at < ?`
+const FIND_CLAIMED = `select ${STORED_RESPONSE_SELECT_LIST} from idempotency_keys where api_key_id = ? and key = ?`
 
 /**
  * Commits a group of creates in one write transaction, synchronously (the hot write path, without a
@@ -80,46 +87,63 @@ function asError (error: unknown): Error {
 
 /**
  * Writes a group of creates inside the caller's write transaction: a create whose idempotency key
- * holds an answer already replays it, the others insert their pets and record their answers. SQLite
- * has one writer at a time, so no other transaction can claim a key between the look and the insert.
+ * holds an answer already replays it, the others record their answers and insert their pets. SQLite
+ * has one writer at a time, so no other transaction can claim a key meanwhile.
  */
 function writeCreates (connection: SqliteConnection, creates: readonly PetCreate[], createdAt: string): PetCreated[] {
-  const outcomes: Array<PetCreated | undefined> = creates.map(({ idempotency: claim }) => {
-    if (claim === undefined) return undefined
-    const [stored] = connection.query<StoredResponse & { createdAt: string }>(FIND_CLAIM, [claim.apiKeyId, claim.key])
-    if (stored === undefined) return undefined
-    // ISO 8601 times in UTC compare as text, in JavaScript as in SQL.
-    if (stored.createdAt < claim.notBefore) {
-      connection.run(DELETE_CLAIM, [claim.apiKeyId, claim.key])
-      return undefined
+  const firstId = nextPetId(connection)
+  let nextId = firstId
+  const toCreate: PetValues[] = []
+  const outcomes = creates.map(({ pet: values, idempotency: claim }): PetCreated => {
+    const created: Extract<PetCreated, { outcome: 'created' }> = { outcome: 'created', pet: petOfValues(nextId, values) }
+    if (claim !== undefined) {
+      created.response = createdResponse(claim, created.pet)
+      if (!claimKey(connection, claim, created.response, createdAt)) return { outcome: 'replayed', response: claimedResponse(connection, claim) }
     }
-    const { requestHash, status, body, location } = stored
-    // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
-    return { outcome: 'replayed', response: { requestHash, status: Number(status), body, location } }
+    toCreate.push(values)
+    nextId++
+    return created
   })
-  const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
-  const pets = insertPets(connection, toCreate.map(({ pet }) => pet), createdAt)
-  let next = 0
-  return outcomes.map((outcome, i) => {
-    if (outcome !== undefined) return outcome
-    const pet = pets[next++]!
-    const claim = creates[i]!.idempotency
-    if (claim === undefined) return { outcome: 'created', pet }
-    const response = createdResponse(claim, pet)
-    connection.query(SAVE_RESPONSE, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt])
-    return { outcome: 'created', pet, response }
-  })
+  insertPetsAt(connection, firstId, toCreate, createdAt)
+  return outcomes
+}
+
+/** Stores the answer under the claim's key, unless the key holds one younger than the retention: false then. */
+function claimKey (connection: SqliteConnection, claim: IdempotencyClaim, response: StoredResponse, createdAt: string): boolean {
+  const { changes } = connection.run(CLAIM, [claim.apiKeyId, claim.key, claim.requestHash, response.status, response.body, response.location, createdAt, claim.notBefore])
+  return changes === 1
+}
+
+/** The answer a claim's key holds (a retry's). */
+function claimedResponse (connection: SqliteConnection, claim: IdempotencyClaim): StoredResponse {
+  const [stored] = connection.query<StoredResponse>(FIND_CLAIMED, [claim.apiKeyId, claim.key])
+  // SQLite hands integers back as BigInt (safe integers are on for int64 columns).
+  return { ...stored!, status: Number(stored!.status) }
+}
+
+/** The id the next pet inserted takes: AUTOINCREMENT gives each one above the highest ever used. */
+function nextPetId (connection: SqliteConnection): bigint {
+  const [sequence] = connection.query<{ seq: bigint }>(PETS_SEQUENCE)
+  return (sequence?.seq ?? 0n) + 1n
 }
 
 /**
  * Inserts pets, and a `pet.created` event for each, inside the caller's write transaction and returns
- * them with their ids, in the order given. Throws, rolling the transaction back, should any other
- * row have been inserted among them: no pet is answered with another's id.
+ * them with their ids, in the order given.
  */
 export function insertPets (connection: SqliteConnection, pets: readonly PetValues[], createdAt: string): Pet[] {
-  if (pets.length === 0) return []
-  const [sequence] = connection.query<{ seq: bigint }>(PETS_SEQUENCE)
-  const firstId = (sequence?.seq ?? 0n) + 1n
+  const firstId = nextPetId(connection)
+  insertPetsAt(connection, firstId, pets, createdAt)
+  return pets.map((pet, i) => petOfValues(firstId + BigInt(i), pet))
+}
+
+/**
+ * Inserts pets, and a `pet.created` event for each, inside the caller's write transaction, as ids
+ * `firstId` and on, in the order given. Throws, rolling the transaction back, should any other row
+ * have been inserted before or among them: no pet is answered with another's id.
+ */
+function insertPetsAt (connection: SqliteConnection, firstId: bigint, pets: readonly PetValues[], createdAt: string): void {
+  if (pets.length === 0) return
   const lastId = firstId + BigInt(pets.length - 1)
   let lastInserted = 0n
   let start = 0
@@ -130,5 +154,4 @@ export function insertPets (connection: SqliteConnection, pets: readonly PetValu
   }
   const { changes: recorded } = connection.run(RECORD_PETS_CREATED, [createdAt, firstId, lastId])
   if (lastInserted !== lastId || recorded !== pets.length) throw new Error('other rows were inserted among the pets just inserted')
-  return pets.map((pet, i) => petOfValues(firstId + BigInt(i), pet))
 }
