@@ -5,7 +5,7 @@ import type { PetCreated } from '../../src/store/pet-store.js'
 import { commitCreateGroups, commitCreates, insertPets } from '../../src/store/sqlite/sqlite-pet-writes.js'
 import { createTestStore, defer } from '../helper.js'
 
-// The ids of inserted pets are worked out, not read back (see insertPets): they must be the rows' own.
+// The ids of inserted pets are worked out, not read back (see PETS_SEQUENCE): they must be the rows' own.
 test('SQLite: inserted pets are answered with the ids their rows took, or not at all', async (t) => {
   const { databaseUrl } = await createTestStore(t)
   const connection = new SqliteConnection(databaseUrl.slice('sqlite:'.length), 'default')

@@ -129,7 +129,8 @@ function nextPetId (connection: SqliteConnection): bigint {
 
 /**
  * Inserts pets, and a `pet.created` event for each, inside the caller's write transaction and returns
- * them with their ids, in the order given.
+ * them with their ids, in the order given. Throws, rolling the transaction back, should any other row
+ * have been inserted among them (see insertPetsAt).
  */
 export function insertPets (connection: SqliteConnection, pets: readonly PetValues[], createdAt: string): Pet[] {
   const firstId = nextPetId(connection)
