@@ -56,6 +56,8 @@ export const LIMITS = {
   keepAliveTimeoutMs: 5_000,
   /** Open connections per instance; more are refused by the socket layer. */
   maxConnections: 4096,
+  /** Rate-limit counters kept in memory without Redis, of keys and, apart, of client addresses. */
+  rateLimitCounters: 100_000,
   /** Past this event-loop delay the instance answers 503 at once instead of queueing more work. */
   maxEventLoopDelayMs: 1000,
   /** Event streams: how often the log is read for new events (so they arrive within a second of the commit, from any instance). */
@@ -155,6 +157,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const cursorSecret = await findSetting(db, 'cursor_secret')
   const rateLimiter = await createRateLimiter(app, {
     perMinute: config.RATE_LIMIT_PER_MINUTE,
+    maxCounters: limits.rateLimitCounters,
     redisUrl: config.REDIS_URL,
     namespace: await findSetting(db, 'installation_id'),
     clock

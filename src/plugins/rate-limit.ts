@@ -11,8 +11,6 @@ const REDIS_READY_TIMEOUT_MS = 2000
 export const REDIS_COMMAND_TIMEOUT_MS = 100
 /** After Redis fails or is slow, requests pass uncounted for this long without asking it. */
 export const REDIS_COOL_DOWN_MS = 10_000
-/** Counters kept in memory without Redis (keys and client addresses seen in the last minute). */
-export const MAX_LOCAL_COUNTERS = 100_000
 
 /** Counts a request; a 429 is thrown once its key or address is over the limit. Synchronous without Redis. */
 export type Admit = (request: FastifyRequest, reply: FastifyReply) => void | Promise<void>
@@ -26,16 +24,28 @@ export interface RateLimiter {
 
 export interface RateLimiterOptions {
   perMinute: number
+  /** Counters kept in memory without Redis, of each kind (keys, and client addresses, seen in the last minute). */
+  maxCounters: number
   redisUrl: string | undefined
   /** Keeps the counters of different stores apart in a shared Redis. */
   namespace: string
   clock: Clock
 }
 
-type KeyOf = (request: FastifyRequest) => string
+/** What a request is counted under: its key's id, or its client address. */
+type KeyOf = (request: FastifyRequest) => bigint | string
 
-/** Makes the function that counts a request under the key `keyOf` gives it; undefined when it was not counted. */
-type Counter = (keyOf: KeyOf) => (request: FastifyRequest) => Verdict | Promise<Verdict | undefined>
+/**
+ * Makes the function that counts a request of one kind (`kind` names it in a shared store) under what
+ * `keyOf` gives it; undefined when it was not counted.
+ */
+type Counter = (kind: string, keyOf: KeyOf) => (request: FastifyRequest) => Verdict | Promise<Verdict | undefined>
+
+interface Window {
+  count: number
+  /** When the window ends, in the clock's milliseconds. */
+  endsAt: number
+}
 
 interface Verdict {
   remaining: number
@@ -49,9 +59,9 @@ interface Verdict {
  * draft-ietf-httpapi-ratelimit-headers-11 (the plugin's own draft headers are an older draft's).
  * Undefined when limiting is off (a limit of 0).
  */
-export async function createRateLimiter (app: FastifyInstance, { perMinute, redisUrl, namespace, clock }: RateLimiterOptions): Promise<RateLimiter | undefined> {
+export async function createRateLimiter (app: FastifyInstance, { perMinute, maxCounters, redisUrl, namespace, clock }: RateLimiterOptions): Promise<RateLimiter | undefined> {
   if (perMinute === 0) return undefined
-  const counter = redisUrl === undefined ? countInMemory(perMinute, clock) : await countInRedis(app, redisUrl, namespace, perMinute, clock)
+  const counter = redisUrl === undefined ? countInMemory(perMinute, maxCounters, clock) : await countInRedis(app, redisUrl, namespace, perMinute, clock)
   const policy = `"default";q=${perMinute};w=${WINDOW_MS / 1000}`
   const answer = (verdict: Verdict | undefined, reply: FastifyReply) => {
     if (verdict === undefined) return // not counted: no state to tell
@@ -64,36 +74,40 @@ export async function createRateLimiter (app: FastifyInstance, { perMinute, redi
     }
     reply.header('ratelimit-policy', policy).header('ratelimit', state)
   }
-  const admit = (keyOf: KeyOf): Admit => {
-    const count = counter(keyOf)
+  const admit = (kind: string, keyOf: KeyOf): Admit => {
+    const count = counter(kind, keyOf)
     return (request, reply) => {
       const verdict = count(request)
       return verdict instanceof Promise ? verdict.then((counted) => { answer(counted, reply) }) : answer(verdict, reply)
     }
   }
   return {
-    admitKey: admit((request) => `key:${request.apiKeyId}`),
-    admitAnonymous: admit((request) => `address:${request.ip}`)
+    admitKey: admit('key', (request) => request.apiKeyId),
+    admitAnonymous: admit('address', (request) => request.ip)
   }
 }
 
 /**
  * Counters in this process, counted without a promise: on the path of every request, where the
- * plugin's promise-based check cost several percent of throughput. The least recently counted key
- * is forgotten first once MAX_LOCAL_COUNTERS are kept.
+ * plugin's promise-based check cost several percent of throughput. Each kind keeps counters of its
+ * own, found by the key's id or the address as it is (no string made per request), so that requests
+ * from many addresses cannot push out the counters of keys; the least recently counted of a kind is
+ * forgotten first once `maxCounters` of it are kept.
  */
-function countInMemory (perMinute: number, clock: Clock): Counter {
-  const windows = new LRUCache<string, { count: number, endsAt: number }>({ max: MAX_LOCAL_COUNTERS })
-  return (keyOf) => (request) => {
-    const key = keyOf(request)
-    const now = clock.now()
-    let window = windows.get(key)
-    if (window === undefined || window.endsAt <= now) {
-      window = { count: 0, endsAt: now + WINDOW_MS }
-      windows.set(key, window)
+function countInMemory (perMinute: number, maxCounters: number, clock: Clock): Counter {
+  return (_kind, keyOf) => {
+    const windows = new LRUCache<bigint | string, Window>({ max: maxCounters })
+    return (request) => {
+      const key = keyOf(request)
+      const now = clock.now()
+      let window = windows.get(key)
+      if (window === undefined || window.endsAt <= now) {
+        window = { count: 0, endsAt: now + WINDOW_MS }
+        windows.set(key, window)
+      }
+      window.count++
+      return { remaining: Math.max(0, perMinute - window.count), resetSeconds: Math.ceil((window.endsAt - now) / 1000), exceeded: window.count > perMinute }
     }
-    window.count++
-    return { remaining: Math.max(0, perMinute - window.count), resetSeconds: Math.ceil((window.endsAt - now) / 1000), exceeded: window.count > perMinute }
   }
 }
 
@@ -111,8 +125,8 @@ async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: 
   await app.register(rateLimit, { global: false, redis, nameSpace: `petstore:${namespace}:`, skipOnError: false })
   let coolingUntil = 0
   let failing = false
-  return (keyOf) => {
-    const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: keyOf })
+  return (kind, keyOf) => {
+    const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: (request) => `${kind}:${keyOf(request)}` })
     return async (request) => {
       if (clock.now() < coolingUntil) return undefined
       try {

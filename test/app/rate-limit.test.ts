@@ -41,6 +41,18 @@ forEachStore((store) => {
     assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).statusCode, 200, 'valid keys are counted apart')
   })
 
+  test('requests from many client addresses cannot push a key\'s counter out of memory: keys and addresses are counted apart', async (t) => {
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, limits: { rateLimitCounters: 3 } })
+    const status = async () => (await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).statusCode
+    assert.deepEqual([await status(), await status(), await status()], [200, 200, 429])
+    // More addresses than counters are kept, each guessing a key once: they push out one another only.
+    for (let i = 1; i <= 10; i++) {
+      const guess = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer ps_guess' }, remoteAddress: `10.0.0.${i}` })
+      assert.equal(guess.statusCode, 401)
+    }
+    assert.equal(await status(), 429, 'the key is still over its limit')
+  })
+
   test('a key over its limit is admitted again when its one-minute window ends', async (t) => {
     const clock = manualClock()
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, clock })
