@@ -1,5 +1,5 @@
 // The ceiling for one Node process here: checks the same Authorization header and answers the same
-// bytes as the service, with no other work. Started by bench.ts; prints its port. An answer is found by
+// status and body as the service (with Content-Type alone of its headers), with no other work. Started by bench.ts; prints its port. An answer is found by
 // method and URL, and by whether an Idempotency-Key came (an idempotent create is answered apart).
 import { createServer } from 'node:http'
 
