@@ -68,6 +68,11 @@ forEachStore((store) => {
           // the server is gone
         }
       })
+      // The kill comes at a random moment once the round has moved an order (on a slow machine a
+      // fixed wait could end before the first move), so every round kills amid moves.
+      const movesBefore = moves
+      const started = performance.now()
+      while (moves === movesBefore && performance.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 10))
       await new Promise((resolve) => setTimeout(resolve, 100 + random() * 400))
       await server.stop('SIGKILL')
       running = false
