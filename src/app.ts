@@ -15,7 +15,7 @@ import { pruneExpiredEvents } from './events/expired-event-prune.js'
 import { healthRoutes } from './health/health.routes.js'
 import { purgeExpiredKeys } from './idempotency/expired-key-purge.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
-import type { Metrics } from './metrics/metrics.js'
+import { createMetrics, type Metrics } from './metrics/metrics.js'
 import { orderRoutes } from './orders/order.routes.js'
 import { ORDER_STATUSES } from './orders/order.schemas.js'
 import { createCursorCodec } from './pagination/cursor.js'
@@ -95,7 +95,7 @@ export interface AppOptions {
   verifierOptions?: ApiKeyVerifierOptions
   /** Tests shorten limits so as not to wait for them; the service runs with LIMITS. */
   limits?: Partial<Limits>
-  /** Request and store metrics to record, when METRICS_PORT is set. */
+  /** Where request and store metrics are counted; the server shows them when METRICS_PORT is set. */
   metrics?: Metrics
   /** How often the failures of an outage are counted in the log (OUTAGE_REPORT_INTERVAL_MS); tests shorten it. */
   outageReportMs?: number
@@ -104,7 +104,7 @@ export interface AppOptions {
 }
 
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
-export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics, outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics = createMetrics(), outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...LIMITS, ...shortened }
   const trustedProxies = config.TRUST_PROXY === undefined ? undefined : parseTrustedProxies(config.TRUST_PROXY)
   const app = Fastify({
@@ -133,7 +133,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   app.setValidatorCompiler(apiValidatorCompiler)
   await app.register(errorHandler, { outageReportMs })
   await app.register(shutdown)
-  if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
+  await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
   await app.register(writeCoalescing)
@@ -169,12 +169,12 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     concurrency: limits.webhookConcurrency,
     leaseMs: limits.webhookLeaseMs,
     retrySchedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE)
-  }, metrics === undefined ? undefined : new WebhookMetrics(metrics.registry, () => countOwedEvents(db)), (err) => {
+  }, new WebhookMetrics(metrics.registry, () => countOwedEvents(db)), (err) => {
     app.log.warn({ err }, 'webhook delivery failed to reach the store; it is tried again')
   })
   dispatcher.start()
   app.addHook('preClose', async () => { await dispatcher.stop() })
-  const pets = metrics === undefined ? store.pets : meteredPetStore(store.pets, metrics.store)
+  const pets = meteredPetStore(store.pets, metrics.store)
 
   await app.register(async (v1) => {
     await v1.register(auth, { verifier, rateLimiter, clock })

@@ -10,7 +10,7 @@ import { ConfigError, type Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import type { Logger } from 'pino'
 import { createLogger } from './logger.js'
-import { createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
+import { collectProcessMetrics, createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
 import type { Store } from './store/store.js'
 import { superviseWorkers } from './workers.js'
@@ -39,12 +39,15 @@ export async function serve (config: Config): Promise<void> {
     return
   }
 
-  const metrics = config.METRICS_PORT === undefined ? undefined : createMetrics()
-  if (worker && metrics !== undefined) reportToPrimary(metrics)
+  const metrics = createMetrics()
+  if (config.METRICS_PORT !== undefined) {
+    collectProcessMetrics(metrics)
+    if (worker) reportToPrimary(metrics)
+  }
   const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
   if (!worker) await prepareStore(store, config)
   const app = await buildApp({ config, store, logger, metrics })
-  const metricsServer = metrics === undefined || worker ? undefined : createMetricsServer(metrics.registry)
+  const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
   // A worker stops when the primary process tells it (SIGTERM), not on the terminal's Ctrl-C, which
   // reaches every process of the group: the primary turns that into one SIGTERM each.

@@ -2,7 +2,11 @@ import { createServer, type Server } from 'node:http'
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
 import { HistogramTally } from './histogram-tally.js'
 
-/** The service's Prometheus metrics; made only when METRICS_PORT is set. */
+/**
+ * The service's Prometheus metrics. They are counted whether or not METRICS_PORT is set, so that
+ * setting it runs the same code: it only adds the process's own metrics and the server that shows
+ * them all.
+ */
 export interface Metrics {
   registry: Registry
   /** Answers by method, route pattern and status: `http_requests_total` and `http_request_duration_seconds`. */
@@ -13,7 +17,6 @@ export interface Metrics {
 
 export function createMetrics (): Metrics {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry })
   const http = new HistogramTally(['method', 'route', 'status'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])
   http.registerCounter(registry, 'http_requests_total', 'Requests answered, by route and status')
   http.registerHistogram(registry, 'http_request_duration_seconds', 'Time from receiving a request to answering it')
@@ -21,6 +24,14 @@ export function createMetrics (): Metrics {
   store.registerHistogram(registry, 'petstore_store_operation_duration_seconds',
     'Time the pet store took per operation (findPage, findById, create, insertMany), by outcome (ok or error)')
   return { registry, http, store }
+}
+
+/**
+ * Adds the process's own metrics (CPU, memory, event loop delay, garbage collection): once per
+ * process, and only where they are served, as they observe the process from its start on.
+ */
+export function collectProcessMetrics ({ registry }: Metrics): void {
+  collectDefaultMetrics({ register: registry })
 }
 
 /** In a worker process (WEB_CONCURRENCY): hands these metrics to the primary process, which serves them summed over the workers. */

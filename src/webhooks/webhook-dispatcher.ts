@@ -63,7 +63,7 @@ export class WebhookDispatcher {
     private readonly clock: Clock,
     private readonly transport: WebhookTransport,
     private readonly options: WebhookDispatcherOptions,
-    private readonly metrics: WebhookMetrics | undefined,
+    private readonly metrics: WebhookMetrics,
     private readonly onError: (error: Error) => void
   ) {}
 
@@ -178,7 +178,7 @@ export class WebhookDispatcher {
     }
     const after = this.#after(answer, event.id, attempt)
     const { held, goOn } = await recordAttempt(this.db, webhook.id, lease.token, this.#record(event.id, attempt, answer), after)
-    this.metrics?.attempted(answer, this.clock.now(), event.occurredAt)
+    this.metrics.attempted(answer, this.clock.now(), event.occurredAt)
     // The record extended the lease.
     lease.renewedAt = performance.now()
     // Disabled by a PATCH while the event was on its way: delivered, and the rest waits.
@@ -204,7 +204,7 @@ export class WebhookDispatcher {
     if (answer === undefined) return
     const attempt = await nextAttemptNumber(this.db, redelivery.webhookId, event.id)
     await completeRedelivery(this.db, redelivery, this.#record(event.id, attempt, answer))
-    this.metrics?.attempted(answer, this.clock.now())
+    this.metrics.attempted(answer, this.clock.now())
   }
 
   /** The receiver's answer, or undefined when a shutdown aborted the attempt. */

@@ -3,12 +3,13 @@ import { once } from 'node:events'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
+import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
 import { checkAnswers, createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
   const metrics = createMetrics()
+  collectProcessMetrics(metrics)
   const { store, db, databaseUrl } = await createTestStore(t)
   const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics, limits: TEST_LIMITS })
   defer(t, () => app.close())
@@ -47,7 +48,7 @@ test('metrics listen on 127.0.0.1 unless METRICS_HOST says otherwise, whatever H
   assert.equal(loadConfig({ METRICS_HOST: '10.0.0.5' }).METRICS_HOST, '10.0.0.5')
 })
 
-test('petstore serve with METRICS_PORT serves /metrics on that port and METRICS_HOST, with store timings', async (t) => {
+test('petstore serve with METRICS_PORT serves /metrics on that port and METRICS_HOST, with store timings and process metrics', async (t) => {
   const { db, databaseUrl } = await createTestStore(t)
   const { key } = await createKey(db)
   const server = await startServer(t, { DATABASE_URL: databaseUrl, METRICS_PORT: '0', METRICS_HOST: '127.0.0.2' })
@@ -64,5 +65,6 @@ test('petstore serve with METRICS_PORT serves /metrics on that port and METRICS_
   const text = await (await fetch(`http://127.0.0.2:${address[1]}/metrics`)).text()
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="create",outcome="ok"\} 1/)
   assert.match(text, /http_requests_total\{method="GET",route="\/healthz",status="200"\} 1/)
+  assert.match(text, /^process_cpu_user_seconds_total \d/m, 'the process metrics, added where metrics are served')
   assert.equal(await server.stop(), 0)
 })

@@ -63,6 +63,7 @@ forEachStore((store) => {
     const metricsPort = /"port":(\d+)[^\n]*metrics served at/.exec(server.output())![1]!
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
     assert.match(metrics, /^http_requests_total\{method="POST",route="\/v1\/pets",status="201"\} 40$/m, 'the creates of both workers, summed')
+    assert.match(metrics, /^process_cpu_user_seconds_total \d/m, 'the process metrics of the workers')
 
     // A worker that dies is replaced; the service answers meanwhile.
     const [victim] = workers
