@@ -18,8 +18,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
 const CONNECTIONS = 50
 const STATUSES = ['available', 'pending', 'sold'] as const
 // The variants run beside the defaults, to show what a setting costs: limits off and METRICS_PORT
-// unset (an empty variable counts as unset; metrics are counted either way, and only served with it), and a JSON log line per request (LOG_REQUESTS; off where stdout is
-// not a terminal, as here).
+// unset (an empty variable counts as unset; metrics are counted either way, and only served with it),
+// and a JSON log line per request (LOG_REQUESTS; off where stdout is not a terminal, as here).
 const VARIANTS = {
   off: { label: '(limits off, no METRICS_PORT)', cost: 'limits + METRICS_PORT', env: { RATE_LIMIT_PER_MINUTE: '0', METRICS_PORT: '' } },
   lines: { label: '(LOG_REQUESTS=on)', cost: 'a log line per request', env: { ...DEFAULTS_ON, LOG_REQUESTS: 'on' } }
