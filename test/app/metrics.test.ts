@@ -43,6 +43,23 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
+test('without the process metrics (METRICS_PORT unset) answers and store calls are counted all the same', async (t) => {
+  const metrics = createMetrics()
+  const { store, db, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics, limits: TEST_LIMITS })
+  defer(t, () => app.close())
+  const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+  assert.equal((await app.inject({ url: '/v1/pets', headers })).statusCode, 200)
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })).statusCode, 201)
+
+  const text = await metrics.registry.metrics()
+  assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 1/)
+  assert.match(text, /http_requests_total\{method="POST",route="\/v1\/pets",status="201"\} 1/)
+  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 1/)
+  assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="create",outcome="ok"\} 1/)
+  assert.doesNotMatch(text, /^process_|^nodejs_/m, 'process metrics are collected only where they are served')
+})
+
 test('metrics listen on 127.0.0.1 unless METRICS_HOST says otherwise, whatever HOST the API has', () => {
   assert.equal(loadConfig({ HOST: '0.0.0.0' }).METRICS_HOST, '127.0.0.1')
   assert.equal(loadConfig({ METRICS_HOST: '10.0.0.5' }).METRICS_HOST, '10.0.0.5')
