@@ -183,7 +183,7 @@ async function benchSize (count: number) {
       const defaultRuns = rows.get(name)!.service
       // Always the run with the setting on over the run with it off.
       const ratios = defaultRuns.map((run, i) => variant === 'off' ? run.requestsPerSecond / variantRuns[i]!.requestsPerSecond : variantRuns[i]!.requestsPerSecond / run.requestsPerSecond)
-      return { name, what: VARIANTS[variant].cost, onOff: median(ratios) }
+      return { name, what: VARIANTS[variant].cost, onOff: median(ratios), ratios }
     }))
     return { count, startupMs, rssMb, strictRssMb, rows, costs }
   } finally {
@@ -262,7 +262,9 @@ for (const { count, startupMs, rssMb, strictRssMb, rows, costs } of results) {
     'bare p99 ms': median(bare.map((run) => run.p99)),
     'ratio to bare': Number(median(service.map((run, i) => run.requestsPerSecond / bare[i]!.requestsPerSecond)).toFixed(3))
   })))
-  for (const { name, what, onOff } of costs) console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)}`)
+  // Each round's ratio too, in round order (the defaults' instance ran first in even rounds): a median
+  // of five hides how far apart they were.
+  for (const { name, what, onOff, ratios } of costs) console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)} (rounds: ${ratios.map((ratio) => ratio.toFixed(3)).join(' ')})`)
 }
 console.log(`\n${IDLE_STREAMS.toLocaleString('en')} idle event streams: RSS ${idle.withoutMb.toFixed(0)} MB -> ${idle.withMb.toFixed(0)} MB ` +
   `(+${(idle.withMb - idle.withoutMb).toFixed(0)} MB); CPU over ${IDLE_SECONDS} s: ${(100 * idle.withoutCpu).toFixed(2)}% of a core without streams, ${(100 * idle.withCpu).toFixed(2)}% with them`)
