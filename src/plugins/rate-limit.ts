@@ -1,7 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
-import { LRUCache } from 'lru-cache'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 
@@ -91,23 +90,38 @@ export async function createRateLimiter (app: FastifyInstance, { perMinute, maxC
  * Counters in this process, counted without a promise: on the path of every request, where the
  * plugin's promise-based check cost several percent of throughput. Each kind keeps counters of its
  * own, found by the key's id or the address as it is (no string made per request), so that requests
- * from many addresses cannot push out the counters of keys; the least recently counted of a kind is
- * forgotten first once `maxCounters` of it are kept.
+ * from many addresses cannot push out the counters of keys. A plain Map, in the order the windows
+ * started (a key goes back to the end when a new window starts), rather than lru-cache, whose every
+ * read does bookkeeping a window does not need (an options object, the recency lists): the window
+ * that started first is the one that ends first, so it is the one to forget.
  */
 function countInMemory (perMinute: number, maxCounters: number, clock: Clock): Counter {
   return (_kind, keyOf) => {
-    const windows = new LRUCache<bigint | string, Window>({ max: maxCounters })
+    const windows = new Map<bigint | string, Window>()
     return (request) => {
       const key = keyOf(request)
       const now = clock.now()
       let window = windows.get(key)
       if (window === undefined || window.endsAt <= now) {
         window = { count: 0, endsAt: now + WINDOW_MS }
+        windows.delete(key)
         windows.set(key, window)
+        forgetEnded(windows, maxCounters, now)
       }
       window.count++
       return { remaining: Math.max(0, perMinute - window.count), resetSeconds: Math.ceil((window.endsAt - now) / 1000), exceeded: window.count > perMinute }
     }
+  }
+}
+
+/**
+ * Drops the windows that have ended, and past `max` windows those that started first even if they
+ * have not: a key forgotten early starts a new window when it is next counted.
+ */
+function forgetEnded (windows: Map<bigint | string, Window>, max: number, now: number): void {
+  for (const [key, window] of windows) {
+    if (window.endsAt > now && windows.size <= max) return
+    windows.delete(key)
   }
 }
 

@@ -53,6 +53,17 @@ forEachStore((store) => {
     assert.equal(await status(), 429, 'the key is still over its limit')
   })
 
+  test('past the counters kept in memory, the one whose window started first is forgotten first, even if counted since', async (t) => {
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, limits: { rateLimitCounters: 2 } })
+    const guess = async (address: string) => (await testApp.app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer ps_guess' }, remoteAddress: address })).statusCode
+    // 10.0.0.1's window starts first, but it is counted last.
+    assert.deepEqual([await guess('10.0.0.1'), await guess('10.0.0.2'), await guess('10.0.0.2'), await guess('10.0.0.1')], [401, 401, 401, 401])
+    assert.equal(await guess('10.0.0.3'), 401, 'a third address pushes out the window of 10.0.0.1, which started first')
+    assert.equal(await guess('10.0.0.1'), 401, '10.0.0.1 starts a new window')
+    assert.equal(await guess('10.0.0.1'), 401)
+    assert.equal(await guess('10.0.0.1'), 429, 'and is limited within it')
+  })
+
   test('a key over its limit is admitted again when its one-minute window ends', async (t) => {
     const clock = manualClock()
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, clock })
