@@ -106,7 +106,7 @@ function countInMemory (perMinute: number, maxCounters: number, clock: Clock): C
         window = { count: 0, endsAt: now + WINDOW_MS }
         windows.delete(key)
         windows.set(key, window)
-        forgetEnded(windows, maxCounters, now)
+        forgetOldest(windows, maxCounters, now)
       }
       window.count++
       return { remaining: Math.max(0, perMinute - window.count), resetSeconds: Math.ceil((window.endsAt - now) / 1000), exceeded: window.count > perMinute }
@@ -118,7 +118,7 @@ function countInMemory (perMinute: number, maxCounters: number, clock: Clock): C
  * Drops the windows that have ended, and past `max` windows those that started first even if they
  * have not: a key forgotten early starts a new window when it is next counted.
  */
-function forgetEnded (windows: Map<bigint | string, Window>, max: number, now: number): void {
+function forgetOldest (windows: Map<bigint | string, Window>, max: number, now: number): void {
   for (const [key, window] of windows) {
     if (window.endsAt > now && windows.size <= max) return
     windows.delete(key)
