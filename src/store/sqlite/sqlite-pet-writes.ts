@@ -150,7 +150,10 @@ function insertPetsAt (connection: SqliteConnection, firstId: bigint, pets: read
   let start = 0
   for (const size of CHUNK_SIZES) {
     for (; pets.length - start >= size; start += size) {
-      lastInserted = connection.run(INSERT_PETS.get(size)!, pets.slice(start, start + size).flatMap((pet) => petRowValues(pet, createdAt))).lastInsertRowid
+      // A plain loop: flatMap over a slice cost 0.45 µs a pet, thirty times as much (docs/benchmarks.md).
+      const values: unknown[] = []
+      for (let i = start; i < start + size; i++) values.push(...petRowValues(pets[i]!, createdAt))
+      lastInserted = connection.run(INSERT_PETS.get(size)!, values).lastInsertRowid
     }
   }
   const { changes: recorded } = connection.run(RECORD_PETS_CREATED, [createdAt, firstId, lastId])
