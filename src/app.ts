@@ -35,6 +35,7 @@ import securityHeaders from './plugins/security-headers.js'
 import shutdown from './plugins/shutdown.js'
 import writeCoalescing from './plugins/write-coalescing.js'
 import { RequestLog, logsEachRequest } from './logger.js'
+import { requestLoggerFactory } from './request-logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
 import { parseTrustedProxies } from './trusted-proxies.js'
@@ -110,7 +111,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const app = Fastify({
     // From a trusted proxy, request.ip is the client's address from X-Forwarded-For; from anyone else, the socket's.
     trustProxy: trustedProxies ?? false,
-    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger, childLoggerFactory: requestLoggerFactory }),
     logController: new RequestLog(logsEachRequest(config.LOG_REQUESTS)),
     genReqId: () => randomUUID(),
     bodyLimit: limits.bodyBytes,

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict'
+import { PassThrough } from 'node:stream'
+import { test, type TestContext } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createLogger } from '../../src/logger.js'
+import { createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
+
+/** The service at `level`, its log lines as objects, and how many child loggers pino made. */
+async function loggedApp (t: TestContext, level: string) {
+  const output = new PassThrough()
+  const lines: Array<Record<string, unknown>> = []
+  output.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+  })
+  const logger = createLogger(level, 'json', output)
+  const children = { made: 0 }
+  // A child's prototype is its parent: every logger made from this one calls this `child`, on itself.
+  const child = logger.child
+  logger.child = function (this: typeof logger, ...args: Parameters<typeof child>) {
+    children.made++
+    return child.apply(this, args)
+  } as typeof child
+  const { store, db, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, logger, limits: TEST_LIMITS })
+  defer(t, () => app.close())
+  const { key } = await createKey(db)
+  await app.ready()
+  children.made = 0 // those the service made for itself
+  return { app, db, lines, children, headers: { authorization: `Bearer ${key}` } }
+}
+
+test('a request that writes no log line makes no child logger; one that fails logs with its request id', async (t) => {
+  const { app, db, lines, children, headers } = await loggedApp(t, 'info')
+  assert.equal((await app.inject({ url: '/v1/pets', headers })).statusCode, 200)
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })).statusCode, 201)
+  assert.equal(children.made, 0, 'a child logger for requests that logged nothing')
+
+  await db.schema.dropTable('pets').execute() // a 500, logged with its error
+  const failed = await app.inject({ url: '/v1/pets', headers })
+  assert.equal(failed.statusCode, 500)
+  const requestId = /request id ([\w-]+)/.exec(failed.json<{ message: string }>().message)?.[1]
+  assert.ok(requestId !== undefined, failed.body)
+  const line = lines.find(({ msg }) => msg === 'request failed')
+  assert.equal(line?.reqId, requestId)
+  assert.equal(children.made, 1)
+})
+
+test('at debug, a request\'s two lines carry its one request id', async (t) => {
+  const { app, lines, headers } = await loggedApp(t, 'debug')
+  const response = await app.inject({ url: '/v1/pets', headers })
+  assert.equal(response.statusCode, 200, response.body)
+  const incoming = lines.find(({ msg }) => msg === 'incoming request')
+  const completed = lines.find(({ msg }) => msg === 'request completed')
+  assert.match(String(incoming?.reqId), /^[\da-f]{8}-[\da-f]{4}-/)
+  assert.equal(completed?.reqId, incoming?.reqId)
+})
