@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { PassThrough } from 'node:stream'
+import { Writable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -8,10 +8,13 @@ import { createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
 
 /** The service at `level`, its log lines as objects, and how many child loggers pino made. */
 async function loggedApp (t: TestContext, level: string) {
-  const output = new PassThrough()
   const lines: Array<Record<string, unknown>> = []
-  output.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+  // Written synchronously: each line is here once the call that logged it returns.
+  const output = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+      done()
+    }
   })
   const logger = createLogger(level, 'json', output)
   const children = { made: 0 }
