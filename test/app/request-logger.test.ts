@@ -1,22 +1,28 @@
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
+import Fastify from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
+import { requestLoggerFactory } from '../../src/request-logger.js'
 import { createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
 
-/** The service at `level`, its log lines as objects, and how many child loggers pino made. */
-async function loggedApp (t: TestContext, level: string) {
+/** A logger at `level`, and its lines as objects, each there once the call that logged it returns. */
+function collectedLogger (level: string) {
   const lines: Array<Record<string, unknown>> = []
-  // Written synchronously: each line is here once the call that logged it returns.
   const output = new Writable({
     write (chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
       done()
     }
   })
-  const logger = createLogger(level, 'json', output)
+  return { logger: createLogger(level, 'json', output), lines }
+}
+
+/** The service at `level`, its log lines, and how many child loggers pino made for its requests. */
+async function loggedApp (t: TestContext, level: string) {
+  const { logger, lines } = collectedLogger(level)
   const children = { made: 0 }
   // A child's prototype is its parent: every logger made from this one calls this `child`, on itself.
   const child = logger.child
@@ -25,7 +31,9 @@ async function loggedApp (t: TestContext, level: string) {
     return child.apply(this, args)
   } as typeof child
   const { store, db, databaseUrl } = await createTestStore(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, logger, limits: TEST_LIMITS })
+  // No line per request, as where stdout is not a terminal (`auto` would turn them on on one).
+  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_REQUESTS: 'off' })
+  const app = await buildApp({ config, store, logger, limits: TEST_LIMITS })
   defer(t, () => app.close())
   const { key } = await createKey(db)
   await app.ready()
@@ -57,4 +65,17 @@ test('at debug, a request\'s two lines carry its one request id', async (t) => {
   const completed = lines.find(({ msg }) => msg === 'request completed')
   assert.match(String(incoming?.reqId), /^[\da-f]{8}-[\da-f]{4}-/)
   assert.equal(completed?.reqId, incoming?.reqId)
+})
+
+test('a route\'s own log level holds: its debug lines are written under a logger at info', async (t) => {
+  const { logger, lines } = collectedLogger('info')
+  // Without Fastify's own lines per request, which would make the child first.
+  const app = Fastify({ loggerInstance: logger, childLoggerFactory: requestLoggerFactory, disableRequestLogging: true })
+  defer(t, () => app.close())
+  app.get('/', { logLevel: 'debug' }, async (request) => {
+    request.log.debug('a line at debug')
+    return 'ok'
+  })
+  assert.equal((await app.inject({ url: '/' })).statusCode, 200)
+  assert.match(String(lines.find(({ msg }) => msg === 'a line at debug')?.reqId), /^req-/)
 })
