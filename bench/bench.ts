@@ -265,8 +265,10 @@ for (const { count, startupMs, rssMb, strictRssMb, rows, costs } of results) {
   // of five hides how far apart they were.
   for (const { name, what, onOff, ratios } of costs) console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)} (rounds: ${ratios.map((ratio) => ratio.toFixed(3)).join(' ')})`)
 }
+// RSS can fall while the streams are held (a collection in between): the change is printed with its sign.
+const signedMb = (mb: number) => `${Math.round(mb) >= 0 ? '+' : ''}${Math.round(mb)} MB`
 console.log(`\n${IDLE_STREAMS.toLocaleString('en')} idle event streams: RSS ${idle.withoutMb.toFixed(0)} MB -> ${idle.withMb.toFixed(0)} MB ` +
-  `(+${(idle.withMb - idle.withoutMb).toFixed(0)} MB); CPU over ${IDLE_SECONDS} s: ${(100 * idle.withoutCpu).toFixed(2)}% of a core without streams, ${(100 * idle.withCpu).toFixed(2)}% with them`)
+  `(${signedMb(idle.withMb - idle.withoutMb)}); CPU over ${IDLE_SECONDS} s: ${(100 * idle.withoutCpu).toFixed(2)}% of a core without streams, ${(100 * idle.withCpu).toFixed(2)}% with them`)
 console.log(describeWebhookLatency(webhooks))
 if (results.length === 2) {
   const p50 = (index: number) => median(results[index]!.rows.get('listPets')!.service.map((run) => run.p50))
