@@ -9,7 +9,7 @@ import { messageIdOf, signDelivery } from './webhook-signature.js'
 import type { DeliveryAnswer, WebhookTransport } from './webhook-transport.js'
 import {
   anyEnabledWebhook, completeRedelivery, findDeliveryTarget, leaseDueWebhooks, leaseRedeliveries, nextAttemptNumber, readLeasedWebhook, recordAttempt, renewLease,
-  releaseWebhook, type AfterAttempt, type AttemptRecord, type LeasedRedelivery, type LeasedWebhook
+  releaseWebhook, type AfterAttempt, type AttemptRecord, type LeasedRedelivery, type LeasedWebhook, type Recorded
 } from './webhook-queue.js'
 
 /** A lease a worker holds, and when it last pushed its end back. */
@@ -152,38 +152,72 @@ export class WebhookDispatcher {
       const types = webhook.eventTypes === '*' ? undefined : webhook.eventTypes.split(' ') as EventType[]
       const { events, more } = await findEvents(this.db, { afterId: webhook.deliveredThrough, types, limit: BATCH })
       const inReach = events.filter((event) => event.id <= last)
-      for (const [index, event] of inReach.entries()) {
-        const delivered = await this.#deliverOne(webhook, lease, event, index === 0 ? webhook.attempt + 1 : 1)
-        if (!delivered) return
-        if (performance.now() > turnEnds && (more || index < inReach.length - 1)) {
-          return await releaseWebhook(this.db, id, leaseToken, { dueAt: this.#now() })
-        }
-      }
+      if (!await this.#deliverBatch(webhook, lease, inReach, (index) => performance.now() > turnEnds && (more || index < inReach.length - 1))) return
       if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, leaseToken, { deliveredThrough: last })
     }
   }
 
-  /** One attempt at an event; true when it was delivered and the lease is still held. */
-  async #deliverOne (webhook: LeasedWebhook, lease: HeldLease, event: StoredEvent, attempt: number): Promise<boolean> {
-    // Reading the store may have taken a while: the lease must outlast the attempt, or another
-    // instance could send the same event beside it.
-    if (performance.now() - lease.renewedAt > RENEW_AFTER_MS) {
-      if (!await renewLease(this.db, webhook.id, lease.token, this.#later(this.options.leaseMs))) return false
-      lease.renewedAt = performance.now()
+  /**
+   * Sends events in order, each once the one before succeeded, and records each attempt. A record is
+   * written while the next event is on its way, so that a delivery takes the longer of its POST and
+   * its record rather than both (docs/benchmarks.md); records are still written one at a time and in
+   * order, and the last is written before this returns. True when every event was delivered and the
+   * lease is still held; false once the lease is given up (or lost): after a failure, a PATCH that
+   * disabled the subscription, a shutdown, or at the end of the subscription's turn.
+   */
+  async #deliverBatch (webhook: LeasedWebhook, lease: HeldLease, events: readonly StoredEvent[], turnOver: (index: number) => boolean): Promise<boolean> {
+    let recording: Promise<Recorded> = Promise.resolve({ held: true, goOn: true })
+    for (const [index, event] of events.entries()) {
+      // Reading the store may have taken a while: the lease must outlast the attempt, or another
+      // instance could send the same event beside it. The record under way may extend it first.
+      if (performance.now() - lease.renewedAt > RENEW_AFTER_MS) {
+        if (!await this.#settle(webhook.id, lease, recording)) return false
+        if (performance.now() - lease.renewedAt > RENEW_AFTER_MS) {
+          if (!await renewLease(this.db, webhook.id, lease.token, this.#later(this.options.leaseMs))) return false
+          lease.renewedAt = performance.now()
+        }
+      }
+      const attempt = index === 0 ? webhook.attempt + 1 : 1
+      const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
+      const before = await recording
+      // A shutdown aborted the attempt: it is sent again once released. A lost lease: the attempt
+      // cannot be recorded, and the instance that holds the lease now sends the event again.
+      if (answer === undefined || !before.held) return await this.#release(webhook.id, lease)
+      recording = this.#recordAttempt(webhook.id, lease, event, attempt, answer)
+      // Awaited below: a failure is thrown there, not left unhandled meanwhile.
+      recording.catch(() => {})
+      // Disabled by a PATCH while the event before was on its way, this one was sent as well: it is
+      // recorded, and the rest waits.
+      if (!before.goOn || answer.error !== undefined) {
+        await recording
+        return await this.#release(webhook.id, lease)
+      }
+      if (turnOver(index)) {
+        if (await this.#settle(webhook.id, lease, recording)) await releaseWebhook(this.db, webhook.id, lease.token, { dueAt: this.#now() })
+        return false
+      }
     }
-    const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
-    if (answer === undefined) {
-      await releaseWebhook(this.db, webhook.id, lease.token)
-      return false
-    }
-    const after = this.#after(answer, event.id, attempt)
-    const { held, goOn } = await recordAttempt(this.db, webhook.id, lease.token, this.#record(event.id, attempt, answer), after)
+    return await this.#settle(webhook.id, lease, recording)
+  }
+
+  /** Logs an attempt and its outcome, if the lease is still held (which a delivery's record extends). */
+  async #recordAttempt (webhookId: bigint, lease: HeldLease, event: StoredEvent, attempt: number, answer: DeliveryAnswer): Promise<Recorded> {
+    const recorded = await recordAttempt(this.db, webhookId, lease.token, this.#record(event.id, attempt, answer), this.#after(answer, event.id, attempt))
     this.metrics.attempted(answer, this.clock.now(), event.occurredAt)
-    // The record extended the lease.
     lease.renewedAt = performance.now()
-    // Disabled by a PATCH while the event was on its way: delivered, and the rest waits.
-    if (held && !goOn) await releaseWebhook(this.db, webhook.id, lease.token)
+    return recorded
+  }
+
+  /** Waits for a record; true when delivering goes on, and otherwise the lease is given up if still held. */
+  async #settle (webhookId: bigint, lease: HeldLease, recording: Promise<Recorded>): Promise<boolean> {
+    const { held, goOn } = await recording
+    if (held && !goOn) await this.#release(webhookId, lease)
     return goOn
+  }
+
+  async #release (webhookId: bigint, lease: HeldLease): Promise<false> {
+    await releaseWebhook(this.db, webhookId, lease.token)
+    return false
   }
 
   #after (answer: DeliveryAnswer, eventId: bigint, attempt: number): AfterAttempt {

@@ -71,13 +71,19 @@ export type AfterAttempt =
   /** Failed for good (a 410, or the last retry): the subscription is disabled and the lease given up. */
   { kind: 'disable', reason: string }
 
+/** What a record of an attempt found: whether the lease was held (and still is), and whether the next event may go. */
+export interface Recorded {
+  held: boolean
+  goOn: boolean
+}
+
 /**
  * Logs an attempt and moves the subscription on, in one transaction, if this instance still holds
  * its lease; answers whether it may go on to the next event: false when the lease is lost (the
  * subscription was deleted, or the lease ran out and another instance took it), when the attempt
  * failed, or when the subscription was disabled meanwhile (the lease is then still to be given up).
  */
-export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: string, record: AttemptRecord, after: AfterAttempt): Promise<{ held: boolean, goOn: boolean }> {
+export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: string, record: AttemptRecord, after: AfterAttempt): Promise<Recorded> {
   const update = (creator: QueryCreator<Database>) => {
     const held = creator.updateTable('webhooks').where('id', '=', webhookId).where('lease_token', '=', leaseToken)
     return (after.kind === 'delivered' ?
