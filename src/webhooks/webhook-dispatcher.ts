@@ -186,8 +186,9 @@ export class WebhookDispatcher {
       recording = this.#recordAttempt(webhook.id, lease, event, attempt, answer)
       // Awaited below: a failure is thrown there, not left unhandled meanwhile.
       recording.catch(() => {})
-      // Disabled by a PATCH while the event before was on its way, this one was sent as well: it is
-      // recorded, and the rest waits.
+      // A failure (its record schedules the retry, or disables the subscription), or a PATCH that
+      // disabled the subscription while the event before was on its way and let this one go as
+      // well: recorded, and the rest waits.
       if (!before.goOn || answer.error !== undefined) {
         await recording
         return await this.#release(webhook.id, lease)
