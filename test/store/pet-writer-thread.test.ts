@@ -6,11 +6,12 @@ import { Kysely, sql } from 'kysely'
 import { systemClock } from '../../src/clock.js'
 import type { Database } from '../../src/db/database.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
+import type { PetCreated } from '../../src/store/pet-store.js'
 import { PetWriterThread } from '../../src/store/sqlite/pet-writer-thread.js'
 import { SqliteConnection } from '../../src/store/sqlite/sqlite-connection.js'
 import { MultiProcessSqliteDialect } from '../../src/store/sqlite/sqlite-dialect.js'
 import { SqlitePetStore } from '../../src/store/sqlite/sqlite-pet-store.js'
-import { build, createTestStore, defer, openTestStore } from '../helper.js'
+import { build, createKey, createTestStore, defer, openTestStore } from '../helper.js'
 
 const STRICT = { DURABILITY: 'strict' }
 
@@ -59,6 +60,36 @@ test('the writer thread commits each group and answers each create in the order 
   assert.deepEqual(pets.map(({ id, ...content }) => content), sent)
   const stored = await db.selectFrom('pets').select(['id', 'name', 'category_id as categoryId', 'status']).orderBy('id').execute()
   assert.deepEqual(stored, [...pets].sort((a, b) => Number(a.id - b.id)))
+})
+
+// The thread is sent a group as one JSON text and answers with the first id and the replays alone
+// (src/store/sqlite/writer-wire.ts): what the event loop makes of that must be what a commit on its own
+// connection answers.
+test('through the writer thread, idempotent creates and replays are answered as on the main connection, any text and int64 kept', async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const writer = new PetWriterThread({ path: databaseUrl.slice('sqlite:'.length), durability: 'strict', autocheckpointPages: 1000 }, (error) => { throw error })
+  defer(t, () => writer.close())
+  const { id: apiKeyId } = await createKey(db)
+  const claim = (key: string) => ({ apiKeyId, key, requestHash: `hash of ${key}`, locationPrefix: '/v1/pets/', notBefore: '2000-01-01T00:00:00.000Z' })
+  const pet = (name: string) => ({ name, categoryId: 9_223_372_036_854_775_807n, status: 'pending' as const })
+  const creates = [
+    { pet: pet('"Quoted" \\ back\nslash') },
+    { pet: pet('Ünïcødé 🐕'), idempotency: claim('K1') },
+    { pet: pet('Again'), idempotency: claim('K1') },
+    { pet: pet('Lone \ud800 surrogate'), idempotency: claim('K2 "quoted"') }
+  ]
+  const outcomes = await writer.commit(creates, new Date().toISOString())
+  assert.deepEqual(outcomes.map(({ outcome }) => outcome), ['created', 'created', 'replayed', 'created'])
+  const [first, second, replay, fourth] = outcomes as [PetCreated & { outcome: 'created' }, PetCreated & { outcome: 'created' }, PetCreated, PetCreated & { outcome: 'created' }]
+  assert.deepEqual([second.pet.id, fourth.pet.id], [first.pet.id + 1n, first.pet.id + 2n], 'a replay takes no id')
+  assert.deepEqual([first, second, fourth].map(({ pet: { id, ...content } }) => content), [0, 1, 3].map((i) => creates[i]!.pet))
+  assert.equal(first.response, undefined)
+  assert.deepEqual(replay, { outcome: 'replayed', response: second.response })
+  assert.deepEqual(second.response, {
+    requestHash: 'hash of K1', status: 201, body: `{"id":${second.pet.id},"name":"Ünïcødé 🐕","categoryId":9223372036854775807,"status":"pending"}`, location: `/v1/pets/${second.pet.id}`
+  })
+  const stored = await db.selectFrom('idempotency_keys').select(['key', 'response_body as body', 'location']).orderBy('key').execute()
+  assert.deepEqual(stored, [second.response!, fourth.response!].map(({ body, location }, i) => ({ key: ['K1', 'K2 "quoted"'][i], body, location })))
 })
 
 test('groups sent to the writer thread one after the other, without waiting, are each answered with their own pets', { timeout: 10_000 }, async (t) => {

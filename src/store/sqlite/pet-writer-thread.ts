@@ -1,14 +1,14 @@
 import type { Worker } from 'node:worker_threads'
 import type { PetCreate, PetCreated } from '../pet-store.js'
 import type { Durability } from '../store.js'
-import type { CreateGroup } from './sqlite-pet-writes.js'
 import { startWorker, stopWorker } from './worker-thread.js'
+import { decodeOutcomes, encodeGroup, type GroupOnWire, type OutcomesOnWire } from './writer-wire.js'
 
 /** What the writer thread is sent: a group to commit, or null to stop once the groups sent before it are answered. */
-export type WriterMessage = CreateGroup | null
+export type WriterMessage = GroupOnWire | null
 
-/** What the writer thread answers for each group: the outcomes in the order sent, or the store's error. */
-export type WriterAnswer = { created: PetCreated[] } | { error: { code: string | undefined, message: string } }
+/** What the writer thread answers for each group, in the order sent: its outcomes, or the store's error. */
+export type WriterAnswer = { outcomes: OutcomesOnWire } | { error: { code: string | undefined, message: string } }
 
 export interface WriterWorkerData {
   path: string
@@ -18,6 +18,7 @@ export interface WriterWorkerData {
 }
 
 interface Pending {
+  creates: readonly PetCreate[]
   resolve: (created: PetCreated[]) => void
   reject: (error: unknown) => void
 }
@@ -42,9 +43,9 @@ export class PetWriterThread {
     this.#worker.on('message', (answer: WriterAnswer) => {
       const pending = this.#pending.shift()
       if (pending === undefined) return // failed already (see #fail), with the thread's other answers
-      const { resolve, reject } = pending
+      const { creates, resolve, reject } = pending
       if (this.#pending.length === 0) this.#worker.unref()
-      if ('created' in answer) resolve(answer.created)
+      if ('outcomes' in answer) resolve(decodeOutcomes(creates, answer.outcomes))
       else reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
     })
     this.#worker.on('error', (error) => {
@@ -63,8 +64,8 @@ export class PetWriterThread {
   commit (creates: readonly PetCreate[], createdAt: string): Promise<PetCreated[]> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
     return new Promise((resolve, reject) => {
-      if (this.#pending.push({ resolve, reject }) === 1) this.#worker.ref()
-      this.#worker.postMessage({ creates, createdAt } satisfies WriterMessage)
+      if (this.#pending.push({ creates, resolve, reject }) === 1) this.#worker.ref()
+      this.#worker.postMessage(encodeGroup({ creates, createdAt }) satisfies WriterMessage)
     })
   }
 

@@ -6,6 +6,7 @@ import { isStoreUnavailable } from '../store-errors.js'
 import type { WriterAnswer, WriterMessage, WriterWorkerData } from './pet-writer-thread.js'
 import { commitCreateGroups, type CreateGroup } from './sqlite-pet-writes.js'
 import { SqliteConnection } from './sqlite-connection.js'
+import { decodeGroup, encodeOutcomes } from './writer-wire.js'
 
 const { path, durability, autocheckpointPages } = workerData as WriterWorkerData
 const connection = new SqliteConnection(path, durability)
@@ -15,7 +16,7 @@ const port = parentPort!
 port.on('message', (first: WriterMessage) => {
   // The groups sent while the last commit waited for its fsync are queued here by now: committed
   // together, they share the next one.
-  const sent = first === null ? { groups: [], stop: true } : takeQueued([first])
+  const sent = first === null ? { groups: [], stop: true } : takeQueued([decodeGroup(first)])
   const outcomes = commitCreateGroups(connection, sent.groups)
   for (const outcome of outcomes) port.postMessage(answerOf(outcome))
   let { stop } = sent
@@ -38,13 +39,13 @@ function takeQueued (groups: CreateGroup[]): { groups: CreateGroup[], stop: bool
   for (let queued = receiveMessageOnPort(port); queued !== undefined; queued = receiveMessageOnPort(port)) {
     const message = queued.message as WriterMessage
     if (message === null) return { groups, stop: true }
-    groups.push(message)
+    groups.push(decodeGroup(message))
   }
   return { groups, stop: false }
 }
 
 function answerOf (outcome: PetCreated[] | Error): WriterAnswer {
-  if (!(outcome instanceof Error)) return { created: outcome }
+  if (!(outcome instanceof Error)) return { outcomes: encodeOutcomes(outcome) }
   const { code } = outcome as { code?: unknown }
   return { error: { code: typeof code === 'string' ? code : undefined, message: outcome.message } }
 }

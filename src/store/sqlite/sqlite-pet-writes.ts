@@ -92,20 +92,36 @@ function asError (error: unknown): Error {
  */
 function writeCreates (connection: SqliteConnection, creates: readonly PetCreate[], createdAt: string): PetCreated[] {
   const firstId = nextPetId(connection)
+  const outcomes = outcomesOf(creates, firstId, (_index, claim, response) =>
+    claimKey(connection, claim, response, createdAt) ? undefined : claimedResponse(connection, claim))
+  const created: Pet[] = []
+  for (const outcome of outcomes) if (outcome.outcome === 'created') created.push(outcome.pet)
+  insertPetsAt(connection, firstId, created, createdAt)
+  return outcomes
+}
+
+/**
+ * A group's outcomes, in order: the pets take ids from `firstId` on, one after the other, but for the
+ * creates whose claim `replayOf` finds answered before (it is given the answer the claim would keep,
+ * and returns the one to replay). Its outcomes follow from these alone, so the writer thread sends
+ * back no more than the first id and the replays (see writer-wire).
+ */
+export function outcomesOf (
+  creates: readonly PetCreate[],
+  firstId: bigint,
+  replayOf: (index: number, claim: IdempotencyClaim, response: StoredResponse) => StoredResponse | undefined
+): PetCreated[] {
   let nextId = firstId
-  const toCreate: PetValues[] = []
-  const outcomes = creates.map(({ pet: values, idempotency: claim }): PetCreated => {
+  return creates.map(({ pet: values, idempotency: claim }, index): PetCreated => {
     const created: Extract<PetCreated, { outcome: 'created' }> = { outcome: 'created', pet: petOfValues(nextId, values) }
     if (claim !== undefined) {
       created.response = createdResponse(claim, created.pet)
-      if (!claimKey(connection, claim, created.response, createdAt)) return { outcome: 'replayed', response: claimedResponse(connection, claim) }
+      const replayed = replayOf(index, claim, created.response)
+      if (replayed !== undefined) return { outcome: 'replayed', response: replayed }
     }
-    toCreate.push(values)
     nextId++
     return created
   })
-  insertPetsAt(connection, firstId, toCreate, createdAt)
-  return outcomes
 }
 
 /** Stores the answer under the claim's key, unless the key holds one younger than the retention: false then. */
