@@ -180,9 +180,10 @@ export class WebhookDispatcher {
       const attempt = index === 0 ? webhook.attempt + 1 : 1
       const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
       const before = await recording
-      // A shutdown aborted the attempt: it is sent again once released. A lost lease: the attempt
-      // cannot be recorded, and the instance that holds the lease now sends the event again.
-      if (answer === undefined || !before.held) return await this.#release(webhook.id, lease)
+      // A lost lease: the attempt cannot be recorded, and the instance that holds the lease now
+      // sends the event again. A shutdown aborted the attempt: it is sent again once released.
+      if (!before.held) return false
+      if (answer === undefined) return await this.#release(webhook.id, lease)
       recording = this.#recordAttempt(webhook.id, lease, event, attempt, answer)
       // Awaited below: a failure is thrown there, not left unhandled meanwhile.
       recording.catch(() => {})
