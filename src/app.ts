@@ -3,6 +3,7 @@ import { compile as compileTrust } from '@fastify/proxy-addr'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
+import { apiSerializerCompiler } from './api-serializer.js'
 import { apiValidatorCompiler } from './api-validator.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
@@ -132,6 +133,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const trusted = trustedProxies === undefined ? () => false : compileTrust(trustedProxies)
   await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS, trusted: (address) => trusted(address, 0) })
   app.setValidatorCompiler(apiValidatorCompiler)
+  app.setSerializerCompiler(apiSerializerCompiler)
   await app.register(errorHandler, { outageReportMs })
   await app.register(shutdown)
   await app.register(metricsPlugin, { metrics })

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { INT64_MAX, isInt64Schema, toInt64 } from './int64.js'
+import { oncePerSchema } from './once-per-schema.js'
 
 /** A custom string format: its check, and what a valid value is, for error messages ("must be ..."). */
 export interface StringFormat {
@@ -14,12 +15,13 @@ export interface StringFormat {
  * would take "0x10", "1e1" or " 5"). int64 values are read exactly, as bigint.
  */
 export function createValidatorCompiler (formats: Record<string, StringFormat>): FastifySchemaCompiler<any> {
-  const bodyAjv = createAjv(false, formats)
-  const textAjv = createAjv(true, formats)
-  return ({ schema, httpPart }) => {
-    const fromText = httpPart !== 'body'
-    return withFormatRules((fromText ? textAjv : bodyAjv).compile(withIntegerKeyword(schema, fromText)), formats)
+  const compilerFor = (fromText: boolean) => {
+    const ajv = createAjv(fromText, formats)
+    return oncePerSchema((schema) => withFormatRules(ajv.compile(withIntegerKeyword(schema, fromText)), formats))
   }
+  const fromBody = compilerFor(false)
+  const fromText = compilerFor(true)
+  return ({ schema, httpPart }) => httpPart === 'body' ? fromBody(schema) : fromText(schema)
 }
 
 /**
