@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint'
 
 // JavaScript Standard Style, as neostandard applies it, for TypeScript.
 export default tseslint.config(
-  { ignores: ['dist/**', 'data/**', 'test-results/**', 'node_modules/**', 'src/client/schema.ts'] },
+  { ignores: ['dist/**', 'data/**', 'test-results/**', '.test-build/**', 'node_modules/**', 'src/client/schema.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   stylistic.configs.customize({ semi: false, quotes: 'single', indent: 2, commaDangle: 'never', braceStyle: '1tbs' }),
