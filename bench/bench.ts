@@ -3,13 +3,14 @@
 // Settings: BENCH_PETS (10000; with more, both sizes run), BENCH_ROUNDS (5), BENCH_SECONDS (3).
 // Five rounds: a shared machine's speed swings within seconds, and the median of five adjacent
 // service/bare pairs holds steadier than that of three.
+import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { benchIdleStreams, IDLE_SECONDS, IDLE_STREAMS } from './idle-streams.js'
-import { CLI, createKey, createStore, DEFAULTS_ON, median, POSTGRES, run, startProcess, startService, stop } from './service.js'
+import { CLI, cpuSecondsOf, createKey, createStore, DEFAULTS_ON, median, POSTGRES, run, startProcess, startService, stop } from './service.js'
 import { benchWebhookLatency, describeWebhookLatency } from './webhook-latency.js'
 
 const PETS = Number(process.env.BENCH_PETS ?? 10_000)
@@ -28,7 +29,15 @@ type Variant = keyof typeof VARIANTS
 const STRICT = 'createPet (DURABILITY=strict)'
 
 interface Scenario { name: string, method: 'GET' | 'POST', path: string, body?: string, idempotent?: boolean, mixed?: boolean, compared?: Variant[] }
-interface Run { requestsPerSecond: number, p50: number, p99: number }
+interface Run {
+  requestsPerSecond: number
+  p50: number
+  p99: number
+  /** The CPU the loaded process used per request (its primary alone under WEB_CONCURRENCY). */
+  cpuMicrosPerRequest: number
+}
+/** A process under load: the service, or the bare server. */
+interface Target { url: string, child: ChildProcess }
 interface Series { service: Run[], bare: Run[] }
 
 /** Seeds the store with the product's own CLI, as an operator would, and returns the Authorization header of the key it made. */
@@ -68,7 +77,8 @@ const MIXED_REQUESTS: autocannon.Request[] = [
   { method: 'POST', path: '/v1/pets', headers: { 'content-type': 'application/json' }, body: CREATE_BODY }
 ]
 
-async function load (baseUrl: string, scenario: Scenario, authorization: string, seconds = SECONDS): Promise<Run> {
+async function load ({ url: baseUrl, child }: Target, scenario: Scenario, authorization: string, seconds = SECONDS): Promise<Run> {
+  const cpuBefore = cpuSecondsOf(child.pid!)
   const result = await autocannon({
     url: baseUrl + scenario.path,
     method: scenario.method,
@@ -83,7 +93,8 @@ async function load (baseUrl: string, scenario: Scenario, authorization: string,
   if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
     throw new Error(`${scenario.name} at ${baseUrl}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`)
   }
-  return { requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 }
+  const cpuMicrosPerRequest = (cpuSecondsOf(child.pid!) - cpuBefore) * 1e6 / result.requests.total
+  return { requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuMicrosPerRequest }
 }
 
 function peakRssMb (pid: number): number {
@@ -145,13 +156,13 @@ async function benchSize (count: number) {
         // A first, unrecorded second of each load on every instance, so that no recorded run is a cold
         // one and the instances compared have the same history, their setting apart (a variant used to
         // be warmed with only the rows it is compared on, while V8 specializes code to what it has seen).
-        for (const scenario of scenarios) for (const { url } of [on, bare, ...Object.values(variants)]) await load(url, scenario, authorization, 1)
+        for (const scenario of scenarios) for (const target of [on, bare, ...Object.values(variants)]) await load(target, scenario, authorization, 1)
         for (const scenario of scenarios) {
           // The runs take turns going first, so that none always runs just after the writes of the row before.
           const runs = [
-            async () => rows.get(scenario.name)!.service.push(await load(on.url, scenario, authorization)),
-            async () => rows.get(scenario.name)!.bare.push(await load(bare.url, scenario, authorization)),
-            ...(scenario.compared ?? []).map((variant) => async () => rows.get(variantRow(scenario.name, variant))!.service.push(await load(variants[variant].url, scenario, authorization)))
+            async () => rows.get(scenario.name)!.service.push(await load(on, scenario, authorization)),
+            async () => rows.get(scenario.name)!.bare.push(await load(bare, scenario, authorization)),
+            ...(scenario.compared ?? []).map((variant) => async () => rows.get(variantRow(scenario.name, variant))!.service.push(await load(variants[variant], scenario, authorization)))
           ]
           for (const run of round % 2 === 0 ? runs : runs.reverse()) await run()
         }
@@ -169,9 +180,9 @@ async function benchSize (count: number) {
       const strict = await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' })
       const bare = await startBare()
       try {
-        for (const url of [strict.url, bare.url]) await load(url, createPet, authorization, 1)
-        strictRow.service.push(await load(strict.url, createPet, authorization))
-        strictRow.bare.push(await load(bare.url, createPet, authorization))
+        for (const target of [strict, bare]) await load(target, createPet, authorization, 1)
+        strictRow.service.push(await load(strict, createPet, authorization))
+        strictRow.bare.push(await load(bare, createPet, authorization))
         strictRssMb = Math.max(strictRssMb, peakRssMb(strict.child.pid!))
       } finally {
         for (const { child } of [strict, bare]) await stop(child)
@@ -180,9 +191,14 @@ async function benchSize (count: number) {
     const costs = scenarios.flatMap(({ name, compared = [] }) => compared.map((variant) => {
       const variantRuns = rows.get(variantRow(name, variant))!.service
       const defaultRuns = rows.get(name)!.service
-      // Always the run with the setting on over the run with it off.
-      const ratios = defaultRuns.map((run, i) => variant === 'off' ? run.requestsPerSecond / variantRuns[i]!.requestsPerSecond : variantRuns[i]!.requestsPerSecond / run.requestsPerSecond)
-      return { name, what: VARIANTS[variant].cost, onOff: median(ratios), ratios }
+      // Always the run with the setting on against the run with it off.
+      const pairs = defaultRuns.map((run, i) => variant === 'off' ? { on: run, off: variantRuns[i]! } : { on: variantRuns[i]!, off: run })
+      const ratios = pairs.map(({ on, off }) => on.requestsPerSecond / off.requestsPerSecond)
+      // The same cost as the CPU each request took: on a shared box a process's throughput swings with
+      // its neighbours' load far more than the work it does per request.
+      const cpuRatios = pairs.map(({ on, off }) => off.cpuMicrosPerRequest / on.cpuMicrosPerRequest)
+      const cpuOf = (side: 'on' | 'off') => median(pairs.map((pair) => pair[side].cpuMicrosPerRequest))
+      return { name, what: VARIANTS[variant].cost, onOff: median(ratios), ratios, cpuOnOff: median(cpuRatios), cpuRatios, cpuOn: cpuOf('on'), cpuOff: cpuOf('off') }
     }))
     return { count, startupMs, rssMb, strictRssMb, rows, costs }
   } finally {
@@ -208,10 +224,10 @@ async function benchInstances (counts: number[]) {
       const services = []
       try {
         for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
-        for (const scenario of scenarios) for (const { url } of services) await load(url, scenario, authorization, 1)
+        for (const scenario of scenarios) for (const service of services) await load(service, scenario, authorization, 1)
         for (const scenario of scenarios) {
           const order = services.map((_, i) => i)
-          for (const i of round % 2 === 0 ? order : order.reverse()) runs.get(scenario.name)![i]!.push(await load(services[i]!.url, scenario, authorization))
+          for (const i of round % 2 === 0 ? order : order.reverse()) runs.get(scenario.name)![i]!.push(await load(services[i]!, scenario, authorization))
         }
       } finally {
         for (const { child } of services) await stop(child)
@@ -263,7 +279,11 @@ for (const { count, startupMs, rssMb, strictRssMb, rows, costs } of results) {
   })))
   // Each round's ratio too, in round order (the defaults' instance ran first in even rounds): a median
   // of five hides how far apart they were.
-  for (const { name, what, onOff, ratios } of costs) console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)} (rounds: ${ratios.map((ratio) => ratio.toFixed(3)).join(' ')})`)
+  const listed = (ratios: number[]) => ratios.map((ratio) => ratio.toFixed(3)).join(' ')
+  for (const { name, what, onOff, ratios, cpuOnOff, cpuRatios, cpuOn, cpuOff } of costs) {
+    console.log(`cost of ${what} (${name}): on/off = ${onOff.toFixed(3)} (rounds: ${listed(ratios)}); ` +
+      `by CPU per request (off/on): ${cpuOnOff.toFixed(3)} (${cpuOn.toFixed(1)} µs on, ${cpuOff.toFixed(1)} µs off; rounds: ${listed(cpuRatios)})`)
+  }
 }
 // RSS can fall while the streams are held (a collection in between): the change is printed with its sign.
 const signedMb = (mb: number) => `${Math.round(mb) >= 0 ? '+' : ''}${Math.round(mb)} MB`

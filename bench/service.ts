@@ -85,11 +85,15 @@ export function rssMbOf (pid: number): number {
   return Number(line.replace(/\D+/g, '')) / 1024
 }
 
-/** The share of one core a process used over `seconds`, from its user and system time in /proc. */
-export async function coreShare (pid: number, seconds: number): Promise<number> {
+/** The CPU time a process has used so far, in seconds: its user and system time in /proc. */
+export function cpuSecondsOf (pid: number): number {
   // utime and stime, in clock ticks of 1/100 s, after the command name (which may hold spaces).
-  const cpuTicks = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((sum, ticks) => sum + Number(ticks), 0)
-  const before = cpuTicks()
+  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((sum, ticks) => sum + Number(ticks), 0) / 100
+}
+
+/** The share of one core a process used over `seconds`. */
+export async function coreShare (pid: number, seconds: number): Promise<number> {
+  const before = cpuSecondsOf(pid)
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
-  return (cpuTicks() - before) / 100 / seconds
+  return (cpuSecondsOf(pid) - before) / seconds
 }
