@@ -194,8 +194,8 @@ async function benchSize (count: number) {
       // Always the run with the setting on against the run with it off.
       const pairs = defaultRuns.map((run, i) => variant === 'off' ? { on: run, off: variantRuns[i]! } : { on: variantRuns[i]!, off: run })
       const ratios = pairs.map(({ on, off }) => on.requestsPerSecond / off.requestsPerSecond)
-      // The same cost as the CPU each request took: on a shared box a process's throughput swings with
-      // its neighbours' load far more than the work it does per request.
+      // The same cost as the CPU each request took, which does not count the time a process waited for
+      // a core: a round low in both is a process that runs slow, not one that got less of the box.
       const cpuRatios = pairs.map(({ on, off }) => off.cpuMicrosPerRequest / on.cpuMicrosPerRequest)
       const cpuOf = (side: 'on' | 'off') => median(pairs.map((pair) => pair[side].cpuMicrosPerRequest))
       return { name, what: VARIANTS[variant].cost, onOff: median(ratios), ratios, cpuOnOff: median(cpuRatios), cpuRatios, cpuOn: cpuOf('on'), cpuOff: cpuOf('off') }
