@@ -40,6 +40,28 @@ interface Run {
 interface Target { url: string, child: ChildProcess }
 interface Series { service: Run[], bare: Run[] }
 
+/**
+ * Starts a round's processes one after the other, a different one first each round, so that no
+ * setting always holds the same place: in two runs with five instances a round, the one started
+ * first ran listPets slowest whatever its settings (56.0 µs of CPU a request against 45.3 to 51.6,
+ * then with the order reversed 59.6 against 47.9 to 50.0), though three identical instances did not
+ * show it (docs/benchmarks.md, 29 November). The defaults used to be started first every round.
+ */
+async function startInTurn<Name extends string> (round: number, starters: Record<Name, () => Promise<Target>>): Promise<Record<Name, Target>> {
+  const names = Object.keys(starters) as Name[]
+  const started: Partial<Record<Name, Target>> = {}
+  try {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length]!
+      started[name] = await starters[name]()
+    }
+  } catch (error) {
+    for (const target of Object.values<Target | undefined>(started)) if (target !== undefined) await stop(target.child)
+    throw error
+  }
+  return started as Record<Name, Target>
+}
+
 /** Seeds the store with the product's own CLI, as an operator would, and returns the Authorization header of the key it made. */
 async function seed (databaseUrl: string, dir: string, count: number): Promise<string> {
   const env = { ...process.env, DATABASE_URL: databaseUrl }
@@ -149,9 +171,13 @@ async function benchSize (count: number) {
       // instance ran 10% faster than its twin, run after run, and the next pair the other way round),
       // so the median is over as many processes as rounds, not over rounds of the same few.
       // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
-      const on = await startService(store.databaseUrl, DEFAULTS_ON)
-      const variants = { off: await startService(store.databaseUrl, VARIANTS.off.env), lines: await startService(store.databaseUrl, VARIANTS.lines.env) }
-      const bare = await startBare()
+      const { on, off, lines, bare } = await startInTurn(round, {
+        on: async () => await startService(store.databaseUrl, DEFAULTS_ON),
+        off: async () => await startService(store.databaseUrl, VARIANTS.off.env),
+        lines: async () => await startService(store.databaseUrl, VARIANTS.lines.env),
+        bare: startBare
+      })
+      const variants = { off, lines }
       try {
         // A first, unrecorded second of each load on every instance, so that no recorded run is a cold
         // one and the instances compared have the same history, their setting apart (a variant used to
@@ -177,8 +203,10 @@ async function benchSize (count: number) {
     const strictRow = rows.get(STRICT)!
     let strictRssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
-      const strict = await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' })
-      const bare = await startBare()
+      const { strict, bare } = await startInTurn(round, {
+        strict: async () => await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' }),
+        bare: startBare
+      })
       try {
         for (const target of [strict, bare]) await load(target, createPet, authorization, 1)
         strictRow.service.push(await load(strict, createPet, authorization))
