@@ -41,18 +41,20 @@ interface Target { url: string, child: ChildProcess }
 interface Series { service: Run[], bare: Run[] }
 
 /**
- * Starts a round's processes one after the other, a different one first each round, so that no
- * setting always holds the same place: in two runs with five instances a round, the one started
- * first ran listPets slowest whatever its settings (56.0 µs of CPU a request against 45.3 to 51.6,
- * then with the order reversed 59.6 against 47.9 to 50.0), though three identical instances did not
- * show it (docs/benchmarks.md, 29 November). The defaults used to be started first every round.
+ * Starts a round's processes one after the other, in the order of row `round` of a Williams Latin
+ * square over them: each one takes each place once every n rounds, and any two come in either order
+ * in as many rounds (n even), so that no setting always starts before another. The process started
+ * first in a round, or earlier, has run slower whatever its settings, though not in every trial
+ * (docs/benchmarks.md, 29 November). A plain rotation, the order before, started the defaults before
+ * the off instance in four rounds of five; and the defaults used to be started first every round.
+ * Returned in the order started, which is also the order they are warmed in.
  */
 async function startInTurn<Name extends string> (round: number, starters: Record<Name, () => Promise<Target>>): Promise<Record<Name, Target>> {
   const names = Object.keys(starters) as Name[]
   const started: Partial<Record<Name, Target>> = {}
   try {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(round + i) % names.length]!
+    for (const place of williamsRow(names.length, round)) {
+      const name = names[place]!
       started[name] = await starters[name]()
     }
   } catch (error) {
@@ -60,6 +62,16 @@ async function startInTurn<Name extends string> (round: number, starters: Record
     throw error
   }
   return started as Record<Name, Target>
+}
+
+/** Row `row` of a Williams Latin square of order n: 0, 1, n-1, 2, n-2, ... each shifted by the row. */
+function williamsRow (n: number, row: number): number[] {
+  const first = [0]
+  for (let k = 1; first.length < n; k++) {
+    first.push(k)
+    if (first.length < n) first.push(n - k)
+  }
+  return first.map((place) => (place + row) % n)
 }
 
 /** Seeds the store with the product's own CLI, as an operator would, and returns the Authorization header of the key it made. */
@@ -171,18 +183,21 @@ async function benchSize (count: number) {
       // instance ran 10% faster than its twin, run after run, and the next pair the other way round),
       // so the median is over as many processes as rounds, not over rounds of the same few.
       // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
-      const { on, off, lines, bare } = await startInTurn(round, {
+      // In the fifth round the first row comes again: `lines` (compared on no goal) then starts first
+      // a second time, and the defaults before the off instance a third time, against two.
+      const targets = await startInTurn(round, {
+        lines: async () => await startService(store.databaseUrl, VARIANTS.lines.env),
         on: async () => await startService(store.databaseUrl, DEFAULTS_ON),
         off: async () => await startService(store.databaseUrl, VARIANTS.off.env),
-        lines: async () => await startService(store.databaseUrl, VARIANTS.lines.env),
         bare: startBare
       })
+      const { on, off, lines, bare } = targets
       const variants = { off, lines }
       try {
         // A first, unrecorded second of each load on every instance, so that no recorded run is a cold
         // one and the instances compared have the same history, their setting apart (a variant used to
         // be warmed with only the rows it is compared on, while V8 specializes code to what it has seen).
-        for (const scenario of scenarios) for (const target of [on, bare, ...Object.values(variants)]) await load(target, scenario, authorization, 1)
+        for (const scenario of scenarios) for (const target of Object.values(targets)) await load(target, scenario, authorization, 1)
         for (const scenario of scenarios) {
           // The runs take turns going first, so that none always runs just after the writes of the row before.
           const runs = [
@@ -194,7 +209,7 @@ async function benchSize (count: number) {
         }
         rssMb = Math.max(rssMb, peakRssMb(on.child.pid!))
       } finally {
-        for (const { child } of [on, bare, ...Object.values(variants)]) await stop(child)
+        for (const { child } of Object.values(targets)) await stop(child)
       }
     }
 
@@ -203,17 +218,18 @@ async function benchSize (count: number) {
     const strictRow = rows.get(STRICT)!
     let strictRssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
-      const { strict, bare } = await startInTurn(round, {
+      const targets = await startInTurn(round, {
         strict: async () => await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' }),
         bare: startBare
       })
+      const { strict, bare } = targets
       try {
-        for (const target of [strict, bare]) await load(target, createPet, authorization, 1)
+        for (const target of Object.values(targets)) await load(target, createPet, authorization, 1)
         strictRow.service.push(await load(strict, createPet, authorization))
         strictRow.bare.push(await load(bare, createPet, authorization))
         strictRssMb = Math.max(strictRssMb, peakRssMb(strict.child.pid!))
       } finally {
-        for (const { child } of [strict, bare]) await stop(child)
+        for (const { child } of Object.values(targets)) await stop(child)
       }
     }
     const costs = scenarios.flatMap(({ name, compared = [] }) => compared.map((variant) => {
