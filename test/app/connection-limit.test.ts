@@ -9,6 +9,9 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
   const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '3' } })
   await testApp.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = testApp.app.server.address() as { port: number }
+  // The server's end of each connection, by the client's port, to tell when the server has seen one close.
+  const serverEnds = new Map<number, Socket>()
+  testApp.app.server.on('connection', (socket: Socket) => { serverEnds.set(socket.remotePort!, socket) })
   const open = async (localAddress: string): Promise<Socket> => {
     const socket = connect({ port, host: '127.0.0.1', localAddress })
     defer(t, () => socket.destroy())
@@ -32,7 +35,9 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
   assert.equal(await closedWithin(idle[0]!, 100), false, 'the first three stay open')
   assert.equal(await listPets('127.0.0.2'), 200, 'another address is served')
 
+  // The limit counts a connection until its 'close' on the server, whose listener comes before this one.
+  const freed = once(serverEnds.get(idle[0]!.localPort!)!, 'close')
   idle[0]!.destroy()
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await freed
   assert.equal(await listPets('127.0.0.1'), 200, 'a freed slot is taken again')
 })
