@@ -49,7 +49,7 @@ interface Series { service: Run[], bare: Run[] }
  * the off instance in four rounds of five; and the defaults used to be started first every round.
  * Returned in the order started, which is also the order they are warmed in.
  */
-async function startInTurn<Name extends string> (round: number, starters: Record<Name, () => Promise<Target>>): Promise<Record<Name, Target>> {
+async function startInBalancedOrder<Name extends string> (round: number, starters: Record<Name, () => Promise<Target>>): Promise<Record<Name, Target>> {
   const names = Object.keys(starters) as Name[]
   const started: Partial<Record<Name, Target>> = {}
   try {
@@ -200,7 +200,7 @@ async function benchSize (count: number) {
       // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
       // In the fifth round the first row comes again: `lines` (compared on no goal) then starts first
       // a second time, and the defaults before the off instance a third time, against two.
-      const targets = await startInTurn(round, {
+      const targets = await startInBalancedOrder(round, {
         lines: async () => await startService(store.databaseUrl, VARIANTS.lines.env),
         on: async () => await startService(store.databaseUrl, DEFAULTS_ON),
         off: async () => await startService(store.databaseUrl, VARIANTS.off.env),
@@ -233,7 +233,7 @@ async function benchSize (count: number) {
     const strictRow = rows.get(STRICT)!
     let strictRssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
-      const targets = await startInTurn(round, {
+      const targets = await startInBalancedOrder(round, {
         strict: async () => await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' }),
         bare: startBare
       })
