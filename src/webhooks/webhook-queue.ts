@@ -1,5 +1,6 @@
 import { sql, type QueryCreator } from 'kysely'
 import type { Database, Db } from '../db/database.js'
+import { withoutFsync } from '../db/commit-without-fsync.js'
 import { isPostgres } from '../db/dialect.js'
 
 /** The secrets a delivery is signed with at `now`: the current one, and the one rotated out while it still signs. */
@@ -99,11 +100,12 @@ export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: stri
   // On PostgreSQL one statement: one round trip a delivery instead of four (begin, update, insert,
   // commit), which set the pace of a subscription under load (docs/benchmarks.md). Its CTEs run
   // whether or not the final select reads them; the attempt is logged only if the lease was held.
-  // Its commit does not wait for the server's WAL flush (`synchronous_commit` off for this transaction
-  // alone): a subscription under load went about a fifth faster (docs/benchmarks.md). Should the
-  // database server crash, the records of its last moments may be lost, and those events are then
-  // sent again, with the same `webhook-id`, as after a lost lease; the events themselves are kept.
-  // A later commit that waits (a create's) flushes the records before it.
+  // On either store the record's commit does not wait for the disk (on PostgreSQL `synchronous_commit`
+  // off for this transaction alone; on SQLite no fsync under DURABILITY=strict): a subscription under
+  // load kept up better (docs/benchmarks.md). Should the database server crash, or the machine lose
+  // power, the records of the last moments may be lost, and those events are then sent again, with
+  // the same `webhook-id`, as after a lost lease; the events themselves are kept. A later commit that
+  // waits (a create's) flushes the records before it.
   const row = isPostgres(db) ?
       await db.with('updated', update)
         .with('logged', (creator) => {
@@ -114,11 +116,11 @@ export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: stri
         })
         .with('relaxed', (creator) => creator.selectNoFrom(sql<string>`set_config('synchronous_commit', 'off', true)`.as('setting')))
         .selectFrom(['updated', 'relaxed']).select('state').executeTakeFirst() :
-      await db.transaction().execute(async (trx) => {
+      await withoutFsync(db, async (connection) => await connection.transaction().execute(async (trx) => {
         const updated = await update(trx).executeTakeFirst()
         if (updated !== undefined) await insertAttempt(trx, webhookId, record)
         return updated
-      })
+      }))
   if (row === undefined) return { held: false, goOn: false }
   return { held: after.kind === 'delivered', goOn: after.kind === 'delivered' && row.state === 'enabled' }
 }
