@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -184,6 +185,17 @@ export async function openRawConnection (testApp: TestApp): Promise<{ socket: So
   socket.on('data', (chunk) => { received += chunk })
   socket.on('error', () => {}) // the server may close while the client still writes
   return { socket, received: () => received }
+}
+
+/** Whether `socket` closes within `ms` (false past it): how the tests see a server close a connection. */
+export async function closesWithin (socket: Socket, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms) })
+  try {
+    return await Promise.race([once(socket, 'close').then(() => true), late])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Creates a pet through the typed client and returns it, failing the test unless it is a 201. */

@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
-import { build, defer } from '../helper.js'
+import { build, closesWithin, defer } from '../helper.js'
 
 test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed at once, while another address is served', async (t) => {
   const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '3' } })
@@ -18,10 +18,6 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
     await once(socket, 'connect')
     return socket
   }
-  const closedWithin = async (socket: Socket, ms: number) => await Promise.race([
-    once(socket, 'close').then(() => true),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))
-  ])
   const listPets = async (localAddress: string) => await new Promise<number | undefined>((resolve, reject) => {
     httpRequest({ port, host: '127.0.0.1', localAddress, path: '/v1/pets', headers: testApp.auth, agent: false }, (response) => {
       response.resume()
@@ -31,8 +27,8 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
 
   const idle = [await open('127.0.0.1'), await open('127.0.0.1'), await open('127.0.0.1')]
   const refused = await open('127.0.0.1')
-  assert.equal(await closedWithin(refused, 500), true, 'the fourth connection is closed at once')
-  assert.equal(await closedWithin(idle[0]!, 100), false, 'the first three stay open')
+  assert.equal(await closesWithin(refused, 500), true, 'the fourth connection is closed at once')
+  assert.equal(await closesWithin(idle[0]!, 100), false, 'the first three stay open')
   assert.equal(await listPets('127.0.0.2'), 200, 'another address is served')
 
   // The limit counts a connection until its 'close' on the server, whose listener comes before this one.

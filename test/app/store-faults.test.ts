@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
-import { build, createPet, defer, errorOf, openRawConnection } from '../helper.js'
+import { build, closesWithin, createPet, defer, errorOf, openRawConnection } from '../helper.js'
 
 test('a locked SQLite store answers 503 with the Error body, and writes resume once it is free', async (t) => {
   // The wait for the lock (busy_timeout) holds the event loop: load shedding is off in tests (TEST_LIMITS).
@@ -67,7 +67,7 @@ test('a request answered before its body is read (a 401 to a POST announcing 2 G
   const testApp = await build(t)
   const { socket, received } = await openRawConnection(testApp)
   socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 31}\r\n\r\n${'x'.repeat(1024)}`)
-  const closed = await Promise.race([once(socket, 'close').then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000))])
+  const closed = await closesWithin(socket, 1000)
   socket.destroy()
   assert.equal(closed, true, 'the server closed the connection at once')
   assert.match(received(), /^HTTP\/1\.1 401 /)

@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import { ConfigError, loadConfig } from '../../src/config.js'
-import { build, defer, type TestApp } from '../helper.js'
+import { build, closesWithin, defer, type TestApp } from '../helper.js'
 
 /** The status of a request without a valid key, as if from `remoteAddress`, with X-Forwarded-For when given. */
 async function anonymous (testApp: TestApp, remoteAddress: string, forwardedFor?: string): Promise<number> {
@@ -48,24 +48,13 @@ async function openConnections (t: TestContext, testApp: TestApp, localAddress: 
   return sockets
 }
 
-/** Whether the server closes the connection within `ms`: past the limit it does so as it accepts it. */
-async function closedWithin (socket: Socket, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms) })
-  try {
-    return await Promise.race([once(socket, 'close').then(() => true), late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 test('a trusted proxy\'s connections are not held to CONNECTIONS_PER_ADDRESS, which still holds for everyone else', async (t) => {
   const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '2', TRUST_PROXY: '127.0.0.1' } })
   const fromProxy = await openConnections(t, testApp, '127.0.0.1', 4)
   const fromClient = await openConnections(t, testApp, '127.0.0.2', 3)
   // The server accepts connections in the order they came: once it has closed the client's third,
   // it has seen the proxy's four, and would have closed the last two by then.
-  assert.equal(await closedWithin(fromClient[2]!, 5000), true, 'the client\'s third connection is closed')
+  assert.equal(await closesWithin(fromClient[2]!, 5000), true, 'the client\'s third connection is closed')
   assert.deepEqual(fromClient.map((socket) => socket.closed), [false, false, true])
   assert.deepEqual(fromProxy.map((socket) => socket.destroyed || socket.closed), [false, false, false, false])
 })
