@@ -9,6 +9,11 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() }
 
+/** A clock stopped at `instant`: for times that must be one, such as a key's creation and the expiry worked out from it. */
+export function stoppedClock (instant: number): Clock {
+  return { now: () => instant }
+}
+
 /** The clock's time as an ISO 8601 timestamp, the form the store keeps times in. */
 export function isoNow (clock: Clock): string {
   return new Date(clock.now()).toISOString()

@@ -6,6 +6,7 @@ import { defaultExpiry } from './api-keys/duration.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { buildApp } from './app.js'
 import { commandName } from './cli/command-name.js'
+import { stoppedClock } from './clock.js'
 import { ConfigError, type Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import type { Logger } from 'pino'
@@ -77,7 +78,8 @@ export async function serve (config: Config): Promise<void> {
  */
 async function prepareStore (store: Store, config: Config): Promise<void> {
   await migrateToLatest(store.db)
-  const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, Date.now()) })
+  const now = Date.now()
+  const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, now), clock: stoppedClock(now) })
   // Shown before listening: the key exists from here on, whether or not the port can be taken.
   if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
 }

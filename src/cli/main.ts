@@ -7,6 +7,7 @@ import { insertApiKey, findApiKeys, revokeApiKey, rotateApiKey } from '../api-ke
 import { generateApiKey } from '../api-keys/api-key.service.js'
 import { DEFAULT_VERIFIER_OPTIONS } from '../api-keys/api-key.verifier.js'
 import { SCOPES, scopeList } from '../api-keys/scopes.js'
+import { stoppedClock } from '../clock.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest } from '../db/migrate.js'
 import { INT64_MAX } from '../validation/int64.js'
@@ -93,10 +94,11 @@ function buildProgram (): Command {
 Without --scope a key holds every scope. Without --expires-in or --expires-at it never expires,
 unless API_KEY_DEFAULT_TTL sets a lifetime.`)
     .action(async ({ name, scope = [], ...lifetime }: { name: string, scope?: string[] } & LifetimeOptions) => {
-      const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, Date.now())
+      const now = Date.now()
+      const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
       const { key, hash, hint } = generateApiKey()
       const scopes = scopeList(scope)
-      const id = await withStore(({ db }) => insertApiKey(db, { name, hash, hint, scopes, expiresAt }))
+      const id = await withStore(({ db }) => insertApiKey(db, { name, hash, hint, scopes, expiresAt }, stoppedClock(now)))
       console.log(`Created API key ${id} (${name}) with the scopes ${scopes}${expiresAt === undefined ? '' : `, expiring at ${expiresAt.toISOString()}`}. It is shown only now; store it safely:`)
       console.log(key)
     })
@@ -112,9 +114,10 @@ The old key expires when the overlap ends (default 24h, at least 1m so that ever
 or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. The new
 key's lifetime is set as for keys create. A revoked or expired key cannot be rotated.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
-      const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, Date.now())
+      const now = Date.now()
+      const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
       const { key, hash, hint } = generateApiKey()
-      const rotated = await withStore(({ db }) => rotateApiKey(db, id, { hash, hint, expiresAt }, overlap))
+      const rotated = await withStore(({ db }) => rotateApiKey(db, id, { hash, hint, expiresAt }, overlap, stoppedClock(now)))
       console.log(`Rotated API key ${id}: key ${rotated.id} replaces it${expiresAt === undefined ? '' : `, expiring at ${expiresAt.toISOString()}`}, and key ${id} stops working at ${rotated.oldKeyExpiresAt}. The new key is shown only now; store it safely:`)
       console.log(key)
     })

@@ -167,10 +167,13 @@ async function waitFor (condition: () => boolean, describe: () => string): Promi
 }
 
 test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer announces in its last 7 days', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, API_KEY_DEFAULT_TTL: '2d' })
+  const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, API_KEY_DEFAULT_TTL: '2d' }
+  const server = await startServer(t, env)
   const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
   const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
   assert.equal(response.status, 200)
   const expiresIn = Date.parse(response.headers.get('api-key-expiration')!) - Date.now()
   assert.ok(expiresIn > 2 * 86_400_000 - 120_000 && expiresIn <= 2 * 86_400_000, `${expiresIn} ms`)
+  const [first] = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as Array<{ createdAt: string, expiresAt: string }>
+  assert.equal(Date.parse(first!.expiresAt) - Date.parse(first!.createdAt), 2 * 86_400_000, 'exactly 2 days from its creation')
 })
