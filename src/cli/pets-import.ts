@@ -47,7 +47,8 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
   try {
     const total = read.rows.length + read.rejected.length
     console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
-    const progress = createProgress(read.rows.length, options.dryRun ? 'Checked' : 'Imported')
+    // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
+    const progress = createProgress(read.rows.length, options.dryRun ? 'Checked' : 'Processed')
     const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, onProgress: (done) => progress.update(done) }))
     progress.stop()
 

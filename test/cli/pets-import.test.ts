@@ -213,11 +213,11 @@ test('progress: plain lines when not on a terminal, a bar on one', async (t) => 
   writeFileSync(csv, ['name,categoryId', ...Array.from({ length: 300 }, (_, i) => `Pet ${i},1`)].join('\n'))
   const plain = await runCli(['pets', 'import', csv, '--batch-size', '100'], env)
   assert.equal(plain.code, 0)
-  assert.match(plain.stderr, /^Imported: 300\/300 rows \(100%\)$/m)
+  assert.match(plain.stderr, /^Processed: 300\/300 rows \(100%\)$/m)
   assert.ok(!plain.stderr.includes('\r'), 'no terminal control in a log')
 
   // `script` runs the command on a pseudo-terminal, as a user's shell would.
   const command = [process.execPath, ...CLI, 'pets', 'import', csv, '--batch-size', '100'].map((arg) => `'${arg}'`).join(' ')
   const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env, TERM: 'xterm' } })
-  assert.match(stdout, /Imported \[\u2588+\] 100% \| 300\/300 rows/)
+  assert.match(stdout, /Processed \[\u2588+\] 100% \| 300\/300 rows/)
 })
