@@ -42,6 +42,9 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
   if (fastifyError.validation !== undefined) {
     return new ApiError(400, 'validation_failed', error.message, { cause: error })
   }
+  // Node's error for a body cut short by the client carries ECONNRESET, as a lost store connection's
+  // does: it is the client's doing, and no outage.
+  if (error === request.raw.errored) return new ApiError(400, 'bad_request', 'The connection closed before the request body was whole', { cause: error })
   if (isStoreUnavailable(error)) {
     return new ApiError(503, 'service_unavailable', 'The store is unavailable; retry later', {
       cause: error,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
+import type { IncomingMessage } from 'node:http'
 import { test } from 'node:test'
-import { build, errorOf, forEachStore } from '../helper.js'
+import { build, errorOf, forEachStore, openRawConnection } from '../helper.js'
 
 forEachStore((store) => {
   test('an unknown path is a 404 Error body, with or without a key', async (t) => {
@@ -107,4 +108,18 @@ forEachStore((store) => {
     assert.equal(error.code, 'internal_error')
     assert.doesNotMatch(response.body, /pets|sqlite|stack|at /i)
   })
+})
+
+test('a client that closes its connection before its body is whole is no store outage: nothing logged as one', async (t) => {
+  const testApp = await build(t)
+  const failed = t.mock.method(testApp.app.outageLog, 'failed')
+  const { socket } = await openRawConnection(testApp)
+  // Node's error for the cut body carries ECONNRESET, as a lost connection to PostgreSQL does.
+  const bodyFailed = new Promise((resolve) => testApp.app.server.once('request', (request: IncomingMessage) => request.once('error', resolve)))
+  socket.write(`POST /v1/pets HTTP/1.1\r\nhost: x\r\nauthorization: ${testApp.auth.authorization}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"name":`)
+  await new Promise((resolve) => setTimeout(resolve, 50)) // the server is reading the body
+  socket.destroy()
+  assert.equal((await bodyFailed as NodeJS.ErrnoException).code, 'ECONNRESET')
+  await new Promise((resolve) => setTimeout(resolve, 100)) // the error handler's turn
+  assert.equal(failed.mock.callCount(), 0)
 })
