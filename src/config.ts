@@ -161,6 +161,13 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (config.TRUST_PROXY !== undefined && parseTrustedProxies(config.TRUST_PROXY) === undefined) {
     throw new ConfigError(`Invalid configuration: TRUST_PROXY is ${JSON.stringify(config.TRUST_PROXY)}; it must be ${allowedValues('TRUST_PROXY')}: addresses or CIDRs, comma-separated`)
   }
+  // The pattern takes any text after postgres://; the driver would fail on it only when it connects.
+  for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {
+    const url = config[name]
+    if (url?.startsWith('postgres') === true && !URL.canParse(url)) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
+    }
+  }
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
     const url = config[name]?.replace(/\/+$/, '')
     if (url === undefined) continue

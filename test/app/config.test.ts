@@ -24,7 +24,12 @@ test('a configuration error names the variable, the value received and what is a
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
     [{ DATABASE_URL: 'postgress://app:p/ss@w@rd@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
-    [{ REDIS_URL: 'localhost:6379' }, 'Invalid configuration: REDIS_URL is "localhost:6379"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT']
+    [{ REDIS_URL: 'localhost:6379' }, 'Invalid configuration: REDIS_URL is "localhost:6379"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT'],
+    // Of the form, but no URL: it once passed, to fail as "Migration failed: Invalid URL" with exit 1.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db:99999/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:99999/pets"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
+    [{ DATABASE_DIRECT_URL: 'postgres://app@db:5432:1/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app@db:5432:1/pets"; ' +
+    'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB: a URL (its port a number up to 65535)']
   ]
   for (const [env, message] of cases) assert.throws(() => loadConfig(env), { name: 'ConfigError', message })
 })
