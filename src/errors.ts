@@ -22,13 +22,13 @@ export const ERROR_CATALOG = {
   pet_not_available: { status: 409, meaning: 'Experimental orders: the pet is not `available` (another order holds it, or it is sold)' },
   invalid_transition: { status: 409, meaning: 'Experimental orders: the order cannot move from its status to the one asked; nothing changed' },
   payload_too_large: { status: 413, meaning: 'The body is larger than 16 KiB' },
-  uri_too_long: { status: 414, meaning: 'The URL is too long' },
+  uri_too_long: { status: 414, meaning: 'A path segment is longer than 8,192 characters' },
   unsupported_media_type: { status: 415, meaning: 'The body is not `application/json` in UTF-8' },
   idempotency_key_reused: { status: 422, meaning: 'The `Idempotency-Key` was used before with a different body' },
   webhook_url_refused: { status: 422, meaning: 'Beta webhooks: the URL is not https, holds credentials, or names or resolves to an address that is not public' },
   pet_not_found: { status: 422, meaning: 'Experimental orders: no pet has the `petId` of the order' },
   rate_limited: { status: 429, meaning: 'Too many requests; retry after `Retry-After` seconds' },
-  header_too_large: { status: 431, meaning: 'The request headers are too large' },
+  header_too_large: { status: 431, meaning: 'The request line and headers are over 16 KiB' },
   internal_error: { status: 500, meaning: 'A fault in the service; it is logged with the request id' },
   service_unavailable: { status: 503, meaning: 'The store is unreachable or the service is overloaded; retry after `Retry-After` seconds' }
 } as const satisfies Record<string, { status: number, meaning: string }>

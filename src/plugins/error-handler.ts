@@ -35,6 +35,10 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
   if (error instanceof ApiError) return error
   const fastifyError = error as FastifyError
   if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return unsupportedMediaType(request.headers['content-type'])
+  if (fastifyError.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    // Fastify's message holds the whole path: kilobytes sent back for nothing.
+    return new ApiError(414, 'uri_too_long', `A path segment is longer than ${request.server.initialConfig.routerOptions?.maxParamLength ?? 0} characters`, { cause: error })
+  }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     const limit = request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 0
     return new ApiError(413, 'payload_too_large', `The body is larger than the limit of ${limit} bytes (${limit / 1024} KiB)`, { cause: error })

@@ -123,3 +123,16 @@ test('a client that closes its connection before its body is whole is no store o
   await new Promise((resolve) => setTimeout(resolve, 100)) // the error handler's turn
   assert.equal(failed.mock.callCount(), 0)
 })
+
+test('a long path parameter is checked after the key, as any other: a 401 without one, a 400 naming it with one; past 8 KiB a 414 that does not echo it', async (t) => {
+  const testApp = await build(t)
+  const long = `/v1/pets/${'1'.repeat(101)}`
+  assert.equal((await testApp.app.inject({ url: long })).statusCode, 401)
+  const invalid = await testApp.app.inject({ url: long, headers: testApp.auth })
+  assert.equal(invalid.statusCode, 400)
+  assert.match(errorOf(invalid).message, /petId/)
+  const tooLong = await testApp.app.inject({ url: `/v1/pets/${'1'.repeat(8193)}`, headers: testApp.auth })
+  assert.equal(tooLong.statusCode, 414)
+  assert.equal(errorOf(tooLong).code, 'uri_too_long')
+  assert.equal(errorOf(tooLong).message, 'A path segment is longer than 8192 characters')
+})
