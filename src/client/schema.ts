@@ -1200,9 +1200,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is not `application/json` in UTF-8 */
+        /** @description The body is not `application/json` in UTF-8, or comes in a content coding (gzip, say) */
         UnsupportedMediaType: {
             headers: {
+                "Accept-Encoding": components["headers"]["Accept-Encoding"];
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1291,6 +1292,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description RFC 7694: on a 415 for a body in a content coding, the one coding taken, `identity` (none) */
+        "Accept-Encoding": "identity";
         /** @description The methods this path serves */
         Allow: string;
         /** @description When the API key expires (HTTP-date), sent while that is less than 7 days away, so that clients can warn their operators */

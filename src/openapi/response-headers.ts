@@ -18,6 +18,7 @@ export const HEADER_COMPONENTS = {
   'WWW-Authenticate': { description: 'The scheme to authenticate with (RFC 6750)', schema: { type: 'string', examples: ['Bearer realm="petstore", error="invalid_token"'] } },
   Allow: { description: 'The methods this path serves', schema: { type: 'string', examples: ['GET, POST'] } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0, examples: [1] } },
+  'Accept-Encoding': { description: 'RFC 7694: on a 415 for a body in a content coding, the one coding taken, `identity` (none)', schema: { type: 'string', enum: ['identity'] } },
   RateLimit: {
     description: 'draft-ietf-httpapi-ratelimit-headers-11: requests left (`r`) and seconds until the window resets (`t`); absent while limiting is off',
     schema: { type: 'string', examples: ['"default";r=598;t=41'] }

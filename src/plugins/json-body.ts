@@ -56,12 +56,28 @@ export function unsupportedMediaType (contentType: string | undefined): ApiError
 }
 
 /**
+ * The 415 for a body in a content coding (gzip, say), which is not decoded: read as it is, a gzipped
+ * body was a 400 "not valid UTF-8", and an unknown coding's passed. `Accept-Encoding` says what is
+ * taken (RFC 7694).
+ */
+function unsupportedContentCoding (coding: string): ApiError {
+  return new ApiError(415, 'unsupported_media_type', `Content-Encoding ${coding} is not accepted; send the body as it is, without a content coding`, {
+    headers: { 'accept-encoding': 'identity' }
+  })
+}
+
+/**
  * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
  * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
  */
 export default fp(async (app) => {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const coding = request.headers['content-encoding']
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+      done(unsupportedContentCoding(coding), undefined)
+      return
+    }
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(unsupportedMediaType(request.headers['content-type']), undefined)

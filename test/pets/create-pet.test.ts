@@ -191,6 +191,22 @@ forEachStore((store) => {
     "(curl -d sends a form unless given -H 'Content-Type: application/json')")
   })
 
+  test('createPet answers 415 with Accept-Encoding: identity for a body in a content coding (gzip, or any other)', async (t) => {
+    const testApp = await build(t, { store })
+    for (const coding of ['gzip', 'bogus', 'identity, gzip']) {
+      const response = await testApp.app.inject({
+        method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json', 'content-encoding': coding }, payload: '{"name":"Rex","categoryId":1}'
+      })
+      assert.equal(response.statusCode, 415, `${coding}: ${response.body}`)
+      assert.equal(errorOf(response).message, `Content-Encoding ${coding} is not accepted; send the body as it is, without a content coding`)
+      assert.equal(response.headers['accept-encoding'], 'identity')
+    }
+    const identity = await testApp.app.inject({
+      method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json', 'content-encoding': 'Identity' }, payload: '{"name":"Rex","categoryId":1}'
+    })
+    assert.equal(identity.statusCode, 201, identity.body)
+  })
+
   test('createPet accepts application/json with a UTF-8 charset', async (t) => {
     const testApp = await build(t, { store })
     const response = await testApp.app.inject({
