@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -151,11 +151,21 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }
 
+/**
+ * Answers a request whose `Expect` header is not `100-continue` with the Error body: Node calls this
+ * instead of the app (without it, Node sends an empty 417).
+ */
+function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
+  const body = JSON.stringify(new ApiError(417, 'expectation_failed', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue can`).toBody())
+  response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
+}
+
 /** One error handler and one not-found handler for the whole app, so every error has the Error body. */
 export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) => {
   const outageLog = new OutageLog(app.log, outageReportMs)
   app.decorate('outageLog', outageLog)
   app.addHook('onClose', async () => { outageLog.close() })
+  app.server.on('checkExpectation', answerUnmetExpectation)
   app.setErrorHandler(sendError)
   app.setNotFoundHandler(answerNotFound)
   // A path or method the API does not serve is answered before the body is read: the 404 or 405

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
-import type { IncomingMessage } from 'node:http'
+import { once } from 'node:events'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { build, errorOf, forEachStore, openRawConnection } from '../helper.js'
 
@@ -135,4 +137,21 @@ test('a long path parameter is checked after the key, as any other: a 401 withou
   assert.equal(tooLong.statusCode, 414)
   assert.equal(errorOf(tooLong).code, 'uri_too_long')
   assert.equal(errorOf(tooLong).message, 'A path segment is longer than 8192 characters')
+})
+
+test('an Expect header other than 100-continue is a 417 Error body, which Node would send empty', async (t) => {
+  const testApp = await build(t)
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as AddressInfo
+  for (const path of ['/v1/pets', '/healthz']) {
+    // fetch refuses to send an Expect header.
+    const outgoing = httpRequest({ port, host: '127.0.0.1', path, method: 'POST', headers: { ...testApp.auth, 'content-type': 'application/json', expect: 'foo' } })
+    outgoing.end('{}')
+    const [response] = await once(outgoing, 'response') as [IncomingMessage]
+    let body = ''
+    for await (const chunk of response) body += chunk
+    assert.equal(response.statusCode, 417, path)
+    assert.equal(response.headers['content-type'], 'application/json; charset=utf-8')
+    assert.deepEqual(JSON.parse(body), { code: 'expectation_failed', message: 'Expect: foo cannot be met; only 100-continue can', status: 417 })
+  }
 })
