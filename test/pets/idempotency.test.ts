@@ -30,6 +30,9 @@ forEachStore((store) => {
       assert.equal(retry.headers['idempotent-replayed'], 'true')
     }
     assert.equal(await petCount(testApp), 1)
+    const spelledOut = await post(testApp, 'order-123', { name: 'Rex', categoryId: 3, status: 'available' }) // the default, sent
+    assert.equal(spelledOut.headers['idempotent-replayed'], 'true', 'a field left out counts as its default')
+    assert.equal(await petCount(testApp), 1)
   })
 
   test('big categoryIds replay exactly', async (t) => {
