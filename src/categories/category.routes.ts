@@ -53,7 +53,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox<CategoryRoutesOptions> = 
       body: NewCategory,
       response: {
         201: { ...Category, description: 'The category as stored; `Location` gives its URL', headers: responseHeaders('Location', 'Idempotent-Replayed') },
-        ...errorResponses(errorExample(400, '`name` must be 1 to 100 characters once whitespace at both ends is trimmed'), 401, 403, CATEGORY_EXISTS, 413, 415, 422, 429, 500, 503)
+        ...errorResponses(errorExample(400, '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'), 401, 403, CATEGORY_EXISTS, 413, 415, 422, 429, 500, 503)
       }
     }
   }, async (request, reply) => {

@@ -1423,7 +1423,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "`name` must be 1 to 100 characters once whitespace at both ends is trimmed",
+                     *       "message": "`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000",
                      *       "status": 400
                      *     }
                      */

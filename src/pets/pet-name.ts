@@ -18,5 +18,5 @@ export function isValidPetName (name: string): boolean {
 /** The `pet-name` string format of the schemas. */
 export const PET_NAME_FORMAT: StringFormat = {
   validate: isValidPetName,
-  rule: `must be 1 to ${MAX_NAME_LENGTH} characters once whitespace at both ends is trimmed`
+  rule: `must be 1 to ${MAX_NAME_LENGTH} characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000`
 }

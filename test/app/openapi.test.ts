@@ -185,7 +185,7 @@ test('a validator that does not know the pet-name format still refuses the names
   for (const name of ['', ' ', ' \t\n\u00a0\u2003\ufeff', 'Re\u0000x']) {
     assert.equal(validate(name), false, JSON.stringify(name))
     const refused = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name, categoryId: 1 } })
-    assert.equal(refused.json().message, '`name` must be 1 to 100 characters once whitespace at both ends is trimmed')
+    assert.equal(refused.json().message, '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000')
   }
   for (const name of ['Rex', ' Rex ', '🐕', 'x'.repeat(100)]) assert.equal(validate(name), true, name)
 })

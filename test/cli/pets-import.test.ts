@@ -46,7 +46,7 @@ forEachStore((store) => {
     assert.equal(result.code, 1, result.stderr)
     const lines = result.stdout.split('\n')
     assert.ok(lines.includes('line 5: `categoryId` must be an integer from 1 to 9223372036854775807'), result.stdout)
-    assert.ok(lines.includes('line 6: `name` must be 1 to 100 characters once whitespace at both ends is trimmed'))
+    assert.ok(lines.includes('line 6: `name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'))
     assert.ok(lines.includes('line 8: `categoryId` must be an integer from 1 to 9223372036854775807'))
     assert.ok(lines.includes('line 9: `status` must be one of available, pending, sold'))
     assert.ok(lines.includes('line 10: The row has 4 fields; the header names 3'))

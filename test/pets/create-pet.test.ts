@@ -144,6 +144,9 @@ forEachStore((store) => {
       ['{"name":"Rex","categoryId":1,"status":"x"}', 'validation_failed', '`status` must be one of available, pending, sold'],
       ['{"name":"Rex","categoryId":1,"color":"red"}', 'validation_failed', 'The body has an unknown field `color`'],
       ['[]', 'validation_failed', 'The body must be an object'],
+      // The rule names what is refused besides the length: a name of the right length can fail it.
+      ['{"name":"Rex\\u0000","categoryId":1}', 'validation_failed', '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'],
+      ['{"name":"Rex\\ud800","categoryId":1}', 'validation_failed', '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'],
       ['{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}', 'validation_failed',
         'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON'],
       ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
