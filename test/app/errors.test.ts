@@ -116,12 +116,14 @@ test('a client that closes its connection before its body is whole is no store o
   const testApp = await build(t)
   const failed = t.mock.method(testApp.app.outageLog, 'failed')
   const { socket } = await openRawConnection(testApp)
-  // Node's error for the cut body carries ECONNRESET, as a lost connection to PostgreSQL does.
-  const bodyFailed = new Promise((resolve) => testApp.app.server.once('request', (request: IncomingMessage) => request.once('error', resolve)))
+  const arrived = once(testApp.app.server, 'request') as Promise<[IncomingMessage]>
   socket.write(`POST /v1/pets HTTP/1.1\r\nhost: x\r\nauthorization: ${testApp.auth.authorization}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"name":`)
-  await new Promise((resolve) => setTimeout(resolve, 50)) // the server is reading the body
+  const [request] = await arrived
+  // Node's error for the cut body carries ECONNRESET, as a lost connection to PostgreSQL does.
+  const bodyFailed = once(request, 'error') as Promise<[NodeJS.ErrnoException]>
+  await new Promise((resolve) => setTimeout(resolve, 50)) // past the key's check, to the body
   socket.destroy()
-  assert.equal((await bodyFailed as NodeJS.ErrnoException).code, 'ECONNRESET')
+  assert.equal((await bodyFailed)[0].code, 'ECONNRESET')
   await new Promise((resolve) => setTimeout(resolve, 100)) // the error handler's turn
   assert.equal(failed.mock.callCount(), 0)
 })
