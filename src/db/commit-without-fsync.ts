@@ -1,6 +1,9 @@
 import { sql } from 'kysely'
 import type { Db } from './database.js'
 
+/** SQLite's `synchronous` values: OFF 0, NORMAL 1, FULL 2, EXTRA 3. */
+const NORMAL = 1
+
 /**
  * Runs `work` on SQLite's writing connection with `synchronous = NORMAL`, then puts the store's
  * setting back: under `DURABILITY=strict` (FULL) the commits `work` makes then skip their fsync, which
@@ -11,11 +14,14 @@ import type { Db } from './database.js'
 export async function withoutFsync<T> (db: Db, work: (connection: Db) => Promise<T>): Promise<T> {
   return await db.connection().execute(async (connection) => {
     const { rows: [setting] } = await sql<{ synchronous: number | bigint }>`pragma synchronous`.execute(connection)
+    const synchronous = Number(setting!.synchronous)
+    // Default durability is NORMAL already: nothing to turn off, nor to put back.
+    if (synchronous <= NORMAL) return await work(connection)
     await sql`pragma synchronous = normal`.execute(connection)
     try {
       return await work(connection)
     } finally {
-      await sql.raw(`pragma synchronous = ${Number(setting!.synchronous)}`).execute(connection)
+      await sql.raw(`pragma synchronous = ${synchronous}`).execute(connection)
     }
   })
 }
