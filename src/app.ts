@@ -27,6 +27,7 @@ import auth from './plugins/auth.js'
 import connectionLimit from './plugins/connection-limit.js'
 import routeNotices from './plugins/route-notices.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
+import hostHeader from './plugins/host-header.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -126,7 +127,8 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     // Node enforces the header and request timeouts on a sweep every 30 s by default: check each
     // second, or more often for a shorter timeout.
-    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4) },
+    // A request without Host is answered by the host-header plugin, in the Error shape.
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4), requireHostHeader: false },
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: sendError,
@@ -142,6 +144,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   app.setSerializerCompiler(apiSerializerCompiler)
   await app.register(errorHandler, { outageReportMs })
   await app.register(shutdown)
+  await app.register(hostHeader)
   await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
