@@ -67,6 +67,15 @@ function unsupportedContentCoding (coding: string): ApiError {
 }
 
 /**
+ * The 400 for a body in a transfer coding other than chunked (`gzip, chunked`, say): Node takes it
+ * apart from its chunks but does not decode it, so it would be read as JSON in its coding. (RFC 9112
+ * suggests a 501, but the request is what is wrong.)
+ */
+function unsupportedTransferCoding (codings: string): ApiError {
+  return new ApiError(400, 'bad_request', `Transfer-Encoding ${codings} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
+}
+
+/**
  * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
  * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
  */
@@ -76,6 +85,11 @@ export default fp(async (app) => {
     const coding = request.headers['content-encoding']
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
       done(unsupportedContentCoding(coding), undefined)
+      return
+    }
+    const transferCodings = request.headers['transfer-encoding']
+    if (transferCodings !== undefined && transferCodings.trim().toLowerCase() !== 'chunked') {
+      done(unsupportedTransferCoding(transferCodings), undefined)
       return
     }
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import { test } from 'node:test'
 import { build, errorOf, forEachStore, openRawConnection } from '../helper.js'
 
@@ -155,5 +156,42 @@ test('an Expect header other than 100-continue is a 417 Error body, which Node w
     assert.equal(response.statusCode, 417, path)
     assert.equal(response.headers['content-type'], 'application/json; charset=utf-8')
     assert.deepEqual(JSON.parse(body), { code: 'expectation_failed', message: 'Expect: foo cannot be met; only 100-continue can', status: 417 })
+  }
+})
+
+test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node would send empty', async (t) => {
+  const testApp = await build(t)
+  for (const path of ['/v1/pets', '/healthz']) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.end(`GET ${path} HTTP/1.1\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+    await once(socket, 'close')
+    const [head, body] = received().split('\r\n\r\n')
+    assert.match(head!, /^HTTP\/1\.1 400 /, path)
+    assert.match(head!, /content-type: application\/json; charset=utf-8/i)
+    assert.deepEqual(JSON.parse(body!), { code: 'bad_request', message: 'An HTTP/1.1 request must carry a Host header', status: 400 })
+  }
+  // HTTP/1.0 has no such rule.
+  const { socket, received } = await openRawConnection(testApp)
+  socket.end(`GET /v1/pets HTTP/1.0\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+  await once(socket, 'close')
+  assert.match(received(), /^HTTP\/1\.1 200 /)
+})
+
+test('a body in a transfer coding other than chunked is a 400 naming it, not read as JSON', async (t) => {
+  const testApp = await build(t)
+  const json = Buffer.from('{"name":"Rex","categoryId":1}')
+  for (const [codings, body] of [['gzip, chunked', gzipSync(json)], ['chunked', json]] as const) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n` +
+      `Content-Type: application/json\r\nTransfer-Encoding: ${codings}\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n`)
+    socket.end(Buffer.concat([body, Buffer.from('\r\n0\r\n\r\n')]))
+    await once(socket, 'close')
+    const [head, answer] = received().split('\r\n\r\n')
+    if (codings === 'chunked') {
+      assert.match(head!, /^HTTP\/1\.1 201 /, answer)
+      continue
+    }
+    assert.match(head!, /^HTTP\/1\.1 400 /, answer)
+    assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'Transfer-Encoding gzip, chunked is not accepted; send the body chunked or with a Content-Length, in no other transfer coding', status: 400 })
   }
 })
