@@ -76,6 +76,20 @@ function unsupportedTransferCoding (codings: string): ApiError {
 }
 
 /**
+ * How many Content-Type lines `rawHeaders` holds. Node keeps the first and drops the others, where a
+ * proxy in front may go by the last, and so see a body of another type than the one read here. A loop
+ * rather than `headersDistinct`, which would build an array for every header of every create.
+ */
+function countContentTypes (rawHeaders: string[]): number {
+  let count = 0
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!
+    if (name.length === 12 && name.toLowerCase() === 'content-type') count++
+  }
+  return count
+}
+
+/**
  * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
  * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
  */
@@ -85,6 +99,11 @@ export default fp(async (app) => {
     const coding = request.headers['content-encoding']
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
       done(unsupportedContentCoding(coding), undefined)
+      return
+    }
+    const contentTypes = countContentTypes(request.raw.rawHeaders)
+    if (contentTypes > 1) {
+      done(new ApiError(400, 'bad_request', `The request has ${contentTypes} Content-Type headers; send one`), undefined)
       return
     }
     const transferCodings = request.headers['transfer-encoding']

@@ -195,3 +195,15 @@ test('a body in a transfer coding other than chunked is a 400 naming it, not rea
     assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'Transfer-Encoding gzip, chunked is not accepted; send the body chunked or with a Content-Length, in no other transfer coding', status: 400 })
   }
 })
+
+test('a request with more than one Content-Type is a 400: a proxy may read the body as the other type', async (t) => {
+  const testApp = await build(t)
+  const { socket, received } = await openRawConnection(testApp)
+  const body = '{"name":"Rex","categoryId":1}'
+  socket.end(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    `content-type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+  await once(socket, 'close')
+  const [head, answer] = received().split('\r\n\r\n')
+  assert.match(head!, /^HTTP\/1\.1 400 /, answer)
+  assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'The request has 2 Content-Type headers; send one', status: 400 })
+})
