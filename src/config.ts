@@ -138,11 +138,18 @@ function allowedValues (name: string): string {
 }
 
 /**
- * A URL's password replaced by ***, so that an error about a URL never shows the secret in it. Up to
- * the last `@`: a password may hold an unescaped `/` or `@`, and masking too much is the safe side.
+ * A URL's password replaced by ***, so that an error about a URL never shows the secret in it: what
+ * follows the user name's `:` up to the last `@` (a password may hold an unescaped `/` or `@`), or
+ * without that `:` all of what comes before the `@`, a URL missing its `//` as well. Masking too much
+ * is the safe side.
  */
 function withoutPassword (value: string): string {
-  return value.replace(/(\/\/[^/@:]*:).*@/, '$1***@')
+  const at = value.lastIndexOf('@')
+  if (at === -1) return value
+  const userStart = /^[a-z][a-z\d+.-]*:\/{0,2}/i.exec(value)?.[0].length ?? 0
+  const colon = value.indexOf(':', userStart)
+  const secretStart = colon !== -1 && colon < at ? colon + 1 : userStart
+  return `${value.slice(0, secretStart)}***${value.slice(at)}`
 }
 
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */
@@ -161,12 +168,18 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (config.TRUST_PROXY !== undefined && parseTrustedProxies(config.TRUST_PROXY) === undefined) {
     throw new ConfigError(`Invalid configuration: TRUST_PROXY is ${JSON.stringify(config.TRUST_PROXY)}; it must be ${allowedValues('TRUST_PROXY')}: addresses or CIDRs, comma-separated`)
   }
-  // The pattern takes any text after postgres://; the driver would fail on it only when it connects.
+  // The patterns take any text after postgres:// or redis://; the driver would fail on it only when it connects.
   for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {
     const url = config[name]
     if (url?.startsWith('postgres') === true && !URL.canParse(url)) {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
     }
+  }
+  // ioredis reads the path as the database's number, and a path of another kind as NaN.
+  const redisUrl = config.REDIS_URL
+  if (redisUrl !== undefined && !(URL.canParse(redisUrl) && /^\/?\d*$/.test(new URL(redisUrl).pathname))) {
+    throw new ConfigError(`Invalid configuration: REDIS_URL is ${JSON.stringify(withoutPassword(redisUrl))}; it must be ${allowedValues('REDIS_URL')}: ` +
+      'a URL (its port a number up to 65535), with no path or a database number (/0)')
   }
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
     const url = config[name]?.replace(/\/+$/, '')

@@ -28,8 +28,18 @@ test('a configuration error names the variable, the value received and what is a
     // Of the form, but no URL: it once passed, to fail as "Migration failed: Invalid URL" with exit 1.
     [{ DATABASE_URL: 'postgres://app:s3cret@db:99999/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:99999/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
-    [{ DATABASE_DIRECT_URL: 'postgres://app@db:5432:1/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app@db:5432:1/pets"; ' +
-    'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB: a URL (its port a number up to 65535)']
+    // What comes before the @ is masked when it may be a password alone: a user name too, the safe side.
+    [{ DATABASE_DIRECT_URL: 'postgres://app@db:5432:1/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://***@db:5432:1/pets"; ' +
+    'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB: a URL (its port a number up to 65535)'],
+    // Without its //, a URL's password was shown.
+    [{ DATABASE_URL: 'postgres:app:s3cret@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgres:app:***@db/pets"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
+    [{ REDIS_URL: 'redis:s3cret@cache:6379' }, 'Invalid configuration: REDIS_URL is "redis:***@cache:6379"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT'],
+    // Of the form, but not a URL ioredis can use: it once passed, to end the service after it started.
+    [{ REDIS_URL: 'redis://:s3cret@cache:port' }, 'Invalid configuration: REDIS_URL is "redis://:***@cache:port"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
+    'a URL (its port a number up to 65535), with no path or a database number (/0)'],
+    [{ REDIS_URL: 'redis://cache:6379/notadb' }, 'Invalid configuration: REDIS_URL is "redis://cache:6379/notadb"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
+    'a URL (its port a number up to 65535), with no path or a database number (/0)']
   ]
   for (const [env, message] of cases) assert.throws(() => loadConfig(env), { name: 'ConfigError', message })
 })
