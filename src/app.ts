@@ -37,6 +37,7 @@ import securityHeaders from './plugins/security-headers.js'
 import shutdown from './plugins/shutdown.js'
 import writeCoalescing from './plugins/write-coalescing.js'
 import { RequestLog, logsEachRequest } from './logger.js'
+import { OutageLog } from './outage-log.js'
 import { requestLoggerFactory } from './request-logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
 import type { Store } from './store/store.js'
@@ -49,6 +50,9 @@ import { WebhookMetrics } from './webhooks/webhook-metrics.js'
 import { countOwedEvents, findOldestOwedPosition } from './webhooks/webhook-queue.js'
 import { webhookRoutes } from './webhooks/webhook.routes.js'
 import { systemNetwork, WebhookTransport, type WebhookNetwork } from './webhooks/webhook-transport.js'
+
+/** The kind under which the webhook dispatcher's failures to reach the store are logged. */
+export const DISPATCHER_OUTAGE = 'webhook delivery could not reach the store'
 
 /** Limits that are always on; the README's "Limits" table lists them. */
 export const LIMITS = {
@@ -182,8 +186,11 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     leaseMs: limits.webhookLeaseMs,
     retrySchedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE)
   }, new WebhookMetrics(metrics.registry, () => countOwedEvents(db)), (err) => {
-    app.log.warn({ err }, 'webhook delivery failed to reach the store; it is tried again')
+    // Failed at every poll while the store is down: logged as an outage, not as a stack a poll.
+    dispatcherOutages.failed(DISPATCHER_OUTAGE, err)
   })
+  const dispatcherOutages = new OutageLog(app.log, `deliveries wait, and the store is tried again every ${limits.webhookPollMs / 1000} s`, outageReportMs)
+  app.addHook('onClose', async () => { dispatcherOutages.close() })
   dispatcher.start()
   app.addHook('preClose', async () => { await dispatcher.stop() })
   const pets = meteredPetStore(store.pets, metrics.store)

@@ -5,8 +5,9 @@ export const OUTAGE_REPORT_INTERVAL_MS = 10_000
 
 /**
  * Logs a run of failures of one kind (a store that is down, an overload) as an operator can read it,
- * instead of a stack per request: the first failure with its cause, then each interval how many
- * followed, then the first interval with none, as the recovery.
+ * instead of a stack per request or per retry: the first failure with its cause and what it leads to
+ * (`consequence`: "answering 503"), then each interval how many followed, then the first interval
+ * with none, as the recovery.
  */
 export class OutageLog {
   /** The failures of each kind under way since its last report. */
@@ -19,7 +20,7 @@ export class OutageLog {
   #reports = 0
   #timer: NodeJS.Timeout | undefined
 
-  constructor (private readonly log: FastifyBaseLogger, private readonly intervalMs = OUTAGE_REPORT_INTERVAL_MS) {}
+  constructor (private readonly log: FastifyBaseLogger, private readonly consequence: string, private readonly intervalMs = OUTAGE_REPORT_INTERVAL_MS) {}
 
   failed (kind: string, cause: unknown): void {
     const count = this.#counts.get(kind)
@@ -29,7 +30,7 @@ export class OutageLog {
     }
     this.#counts.set(kind, 0)
     this.#watchedFrom.set(kind, this.#timer === undefined ? this.#reports : this.#reports + 1)
-    this.log.error({ err: cause, kind }, `${kind}: answering 503 (further 503s of this kind are counted every ${this.#seconds} s)`)
+    this.log.error({ err: cause, kind }, `${kind}: ${this.consequence} (further failures of this kind are counted every ${this.#seconds} s)`)
     this.#timer ??= setInterval(() => { this.#report() }, this.intervalMs).unref()
   }
 
@@ -48,7 +49,7 @@ export class OutageLog {
         this.#reportCount(kind, failures)
         this.#counts.set(kind, 0)
       } else if (this.#watchedFrom.get(kind)! < this.#reports) {
-        this.log.info({ kind }, `${kind}: recovered (no 503 of this kind in the last ${this.#seconds} s)`)
+        this.log.info({ kind }, `${kind}: recovered (no failure of this kind in the last ${this.#seconds} s)`)
         this.#counts.delete(kind)
         this.#watchedFrom.delete(kind)
       }
@@ -57,7 +58,7 @@ export class OutageLog {
   }
 
   #reportCount (kind: string, failures: number): void {
-    this.log.warn({ kind, failures }, `${kind}: ${failures} more 503s since the last line`)
+    this.log.warn({ kind, failures }, `${kind}: ${failures} more failures since the last line`)
   }
 
   #stopTimer (): void {

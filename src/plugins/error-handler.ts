@@ -162,7 +162,7 @@ function answerUnmetExpectation (request: IncomingMessage, response: ServerRespo
 
 /** One error handler and one not-found handler for the whole app, so every error has the Error body. */
 export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) => {
-  const outageLog = new OutageLog(app.log, outageReportMs)
+  const outageLog = new OutageLog(app.log, 'answering 503', outageReportMs)
   app.decorate('outageLog', outageLog)
   app.addHook('onClose', async () => { outageLog.close() })
   app.server.on('checkExpectation', answerUnmetExpectation)

@@ -7,7 +7,7 @@ import { OutageLog } from '../../src/outage-log.js'
 test('an outage is logged as its first failure per kind, counts per interval, then a recovery after a whole quiet interval', (t) => {
   t.mock.timers.enable({ apis: ['setInterval'] })
   const lines: Array<{ level: number, kind: string, failures?: number, err?: { message: string } }> = []
-  const outageLog = new OutageLog(createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(JSON.parse(String(line))); done() } })), 1000)
+  const outageLog = new OutageLog(createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(JSON.parse(String(line))); done() } })), 'answering 503', 1000)
   const seen = () => lines.splice(0).map(({ level, kind, failures, err }) => ({ level, kind, failures, cause: err?.message }))
 
   outageLog.failed('store', new Error('ECONNREFUSED'))

@@ -4,7 +4,7 @@ import { createServer, connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'node:test'
-import { buildApp } from '../../src/app.js'
+import { buildApp, DISPATCHER_OUTAGE } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { createLogger } from '../../src/logger.js'
@@ -59,7 +59,8 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
       store: viaProxyStore,
       logger,
       verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 },
-      limits: TEST_LIMITS,
+      // Polled often, so that the webhook dispatcher fails many times while the store is cut.
+      limits: { ...TEST_LIMITS, webhookPollMs: 10 },
       outageReportMs: REPORT_MS
     })
     defer(t, () => app.close())
@@ -87,8 +88,14 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     await proxy.restore()
     assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
     await sleep(REPORT_MS * 3.5)
+    // The dispatcher's failures, once a poll: logged as one outage too.
+    const dispatcher = logLines.filter((line) => line.kind === DISPATCHER_OUTAGE)
+    const levels = dispatcher.map((line) => line.level).join(' ')
+    assert.match(levels, /^50( 40){1,4} 30$/, 'its first failure, counts every interval, its recovery')
+    assert.ok(dispatcher[0]!.err?.message !== undefined)
+    assert.ok(dispatcher.reduce((sum, line) => sum + (line.failures ?? 0), 0) > dispatcher.length, 'more failures than lines')
     // 44 answers of 503, logged as: the first of each kind with its cause, counts, recoveries.
-    const outage = logLines.filter((line) => line.kind !== undefined)
+    const outage = logLines.filter((line) => line.kind !== undefined && line.kind !== DISPATCHER_OUTAGE)
     const firsts = outage.filter((line) => line.level === 50)
     const kinds = new Set(firsts.map((line) => line.kind))
     assert.ok(firsts.length >= 1 && firsts.length <= 3, `first failures: ${JSON.stringify(firsts.map((line) => line.kind))}`)
