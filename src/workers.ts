@@ -50,7 +50,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
         void stop(code ?? 1)
         return
       }
-      logger.error({ pid: worker.process.pid, code, signal }, 'a worker died: another is started')
+      logger.error({ workerPid: worker.process.pid, code, signal }, 'a worker died: another is started')
       setTimeout(fork, RESTART_DELAY_MS)
     })
   }
