@@ -1,3 +1,5 @@
+import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 
@@ -6,14 +8,27 @@ const SHUTTING_DOWN = new ApiError(503, 'service_unavailable', 'The server is sh
 })
 
 /**
- * Once the server is closing, a request that still arrives (on a kept-alive connection) is answered
- * 503 in the Error shape, with Retry-After and Connection: close, while those already in flight
- * finish. (Fastify's own answer for this case has another body, so it is turned off in buildApp.)
+ * Once the server is closing, the answers in flight finish with `Connection: close`, so that their
+ * clients send their next requests on new connections (to another instance), not on one about to
+ * close. (Node closes idle connections itself.) A request that still arrives, its head sent in part
+ * before, is answered 503 in the Error shape, with Retry-After and Connection: close. (Fastify's own
+ * answer for this case has another body, so it is turned off in buildApp.)
  */
 export default fp(async (app) => {
   let closing = false
+  const connections = new Set<Socket>()
+  app.server.on('connection', (socket) => {
+    connections.add(socket)
+    socket.once('close', () => connections.delete(socket))
+  })
   app.addHook('preClose', (done) => {
     closing = true
+    for (const socket of connections) {
+      // The answer under way on the connection: Node's own field, not documented, which
+      // http-terminator reads for the same end.
+      const answer = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+      if (answer != null && !answer.headersSent) answer.setHeader('connection', 'close')
+    }
     done()
   })
   app.addHook('onRequest', (_request, _reply, done) => {

@@ -3,31 +3,47 @@ import { once } from 'node:events'
 import { test } from 'node:test'
 import { build, errorOf, openRawConnection } from '../helper.js'
 
-test('during shutdown, a request in flight finishes and one pipelined behind it gets 503 in the Error shape, with Retry-After and Connection: close', async (t) => {
+test('during shutdown, an answer in flight finishes with Connection: close, an idle connection is closed, and a request that comes after it on a kept-alive connection gets 503 in the Error shape', async (t) => {
   const testApp = await build(t)
-  const { socket, received: receivedSoFar } = await openRawConnection(testApp)
+  const authorization = `Authorization: ${testApp.auth.authorization}\r\n`
+  // An idle connection, kept alive after its answer.
+  const idle = await openRawConnection(testApp)
+  idle.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${authorization}\r\n`)
+  while (!idle.received().endsWith('[]')) await once(idle.socket, 'data')
+  // A create in flight: Node emits 'request' once its headers are in, after Fastify's own listener has
+  // run its first hooks (the shutdown check among them); half of its body is still to come.
+  const busy = await openRawConnection(testApp)
   const body = '{"name":"Rex","categoryId":1}'
-  // Node emits 'request' once the headers are in, after Fastify's own listener has run the request's
-  // first hooks (the shutdown check among them): the create is then in flight, its body half read.
-  // A fixed wait of 50 ms let a loaded machine close the app before it read the headers (CI, 29 November).
   const inFlight = once(testApp.app.server, 'request')
-  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\n` +
-    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+  busy.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\n${authorization}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
   await inFlight
-
+  // A large answer, its head sent and its body held back by a client that stopped reading: a request
+  // that comes after it, on its connection, comes after the close.
+  const late = await openRawConnection(testApp)
+  late.socket.write('GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n')
+  await once(late.socket, 'data')
+  late.socket.pause()
+  const idleReceived = idle.received().length
   const closed = testApp.app.close()
   await new Promise((resolve) => setImmediate(resolve))
-  socket.write(`${body.slice(5)}GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
-  await once(socket, 'close')
+  busy.socket.write(body.slice(5))
+  late.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${authorization}\r\n`)
+  late.socket.resume()
+  await Promise.all([once(idle.socket, 'close'), once(busy.socket, 'close'), once(late.socket, 'close')])
   await closed
 
-  const [created, refused] = receivedSoFar().split(/(?=HTTP\/1\.1 )/)
-  assert.match(created!, /^HTTP\/1\.1 201 /)
-  assert.match(created!, /"name":"Rex"/)
-  assert.match(refused!, /^HTTP\/1\.1 503 /)
-  assert.match(refused!, /\r\nretry-after: 1\r\n/i)
-  assert.match(refused!, /\r\nconnection: close\r\n/i)
-  const [, json] = refused!.split('\r\n\r\n')
-  const error = errorOf({ statusCode: 503, headers: { 'content-type': /content-type: ([^\r]+)/i.exec(refused!)![1] }, json: () => JSON.parse(json!) })
+  assert.equal(idle.received().length, idleReceived, 'the idle connection is closed with nothing more sent')
+  const created = busy.received()
+  assert.match(created, /^HTTP\/1\.1 201 /)
+  assert.match(created, /\r\nconnection: close\r\n/i)
+  assert.match(created, /"name":"Rex"/)
+  const [asset, refused] = late.received().split(/(?=HTTP\/1\.1 )/) as [string, string]
+  assert.match(asset, /^HTTP\/1\.1 200 /)
+  assert.doesNotMatch(asset, /\r\nconnection: close\r\n/i, 'its head was sent before the close')
+  assert.match(refused, /^HTTP\/1\.1 503 /)
+  assert.match(refused, /\r\nretry-after: 1\r\n/i)
+  assert.match(refused, /\r\nconnection: close\r\n/i)
+  const [, json] = refused.split('\r\n\r\n')
+  const error = errorOf({ statusCode: 503, headers: { 'content-type': /content-type: ([^\r]+)/i.exec(refused)![1] }, json: () => JSON.parse(json!) })
   assert.equal(error.code, 'service_unavailable')
 })
