@@ -34,6 +34,28 @@ test('a locked SQLite store answers 503 with the Error body, and writes resume o
   assert.deepEqual(names, ['Before', 'After'], 'the refused write left nothing behind')
 })
 
+test('writes refused one after another by a lock held elsewhere do not stall the service into shedding load: reads are answered meanwhile', async (t) => {
+  // better-sqlite3 waits for the lock holding the event loop: each wait must stay well under the lag
+  // at which the service sheds load, even back to back (a 0.5 s wait made /healthz answer 503).
+  const testApp = await build(t, { limits: { maxEventLoopDelayMs: 400 } })
+  const before = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Before', categoryId: 1 } })
+  assert.equal(before.statusCode, 201)
+  const other = new SqliteDatabase(testApp.config.DATABASE_URL.slice('sqlite:'.length))
+  defer(t, () => other.close())
+  other.exec('begin exclusive')
+  defer(t, () => { if (other.inTransaction) other.exec('rollback') })
+
+  for (let i = 0; i < 8; i++) {
+    const blocked = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Blocked', categoryId: 1 } })
+    assert.equal(blocked.statusCode, 503)
+    assert.equal(errorOf(blocked).message, 'The store is unavailable; retry later', 'refused for the lock, not for overload')
+  }
+  for (const url of ['/healthz', '/v1/pets']) {
+    const read = await testApp.app.inject({ url, headers: testApp.auth })
+    assert.equal(read.statusCode, 200, `${url}: ${read.body}`)
+  }
+})
+
 test('malformed HTTP gets the Error body from the socket layer', async (t) => {
   const testApp = await build(t)
   const send = async (raw: string) => {

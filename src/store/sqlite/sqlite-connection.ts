@@ -6,8 +6,10 @@ import type { Durability } from '../store.js'
 
 // First, so that even switching to WAL waits for another process holding the file. better-sqlite3
 // waits synchronously, stalling every request meanwhile: long enough for another process's short
-// transactions, well under the 1 s lag at which the server sheds load. Past it: 503.
-const BUSY_TIMEOUT_MS = 500
+// transactions (a batch of `pets import` included), short enough that writes refused back to back
+// while a process holds the lock still leave the loop turning (0.5 s did not: the service shed load,
+// reads and /healthz included). Past it: 503.
+const BUSY_TIMEOUT_MS = 100
 const STATEMENT_CACHE_SIZE = 200
 
 /**
