@@ -18,7 +18,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (
   // Outside /v1, for load balancers and orchestrators: not part of the API's document.
   const schema = { hide: true, security: [], response: { 200: OK, ...errorResponses(503) } }
 
-  app.get('/healthz', { schema }, async () => ({ status: 'ok' as const }))
+  // Served while load is shed: busy is not dead, and an instance restarted for it would leave its load to the others.
+  app.get('/healthz', { schema, config: { servedUnderLoad: true } }, async () => ({ status: 'ok' as const }))
 
   app.get('/readyz', { schema }, async () => {
     const name = STORE_NAMES[store.dialect]

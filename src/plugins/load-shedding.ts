@@ -3,6 +3,13 @@ import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { sendError } from './error-handler.js'
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Answered even while load is shed: liveness, which must not get an instance that is only busy restarted. */
+    servedUnderLoad?: boolean
+  }
+}
+
 const OVERLOADED = new ApiError(503, 'service_unavailable', 'The server is overloaded; retry later', {
   headers: { 'retry-after': '1' }
 })
@@ -25,6 +32,6 @@ export default fp<{ maxEventLoopDelayMs: number }>(async (app, { maxEventLoopDel
     maxEventLoopDelay: maxEventLoopDelayMs,
     sampleInterval,
     // Answering nothing lets the request go on.
-    pressureHandler: (request, reply) => { if (started) sendError(OVERLOADED, request, reply) }
+    pressureHandler: (request, reply) => { if (started && request.routeOptions.config.servedUnderLoad !== true) sendError(OVERLOADED, request, reply) }
   })
 }, { name: 'load-shedding' })

@@ -66,11 +66,12 @@ test('an event loop blocked past its limit sheds load with a 503 and Retry-After
   const testApp = await build(t, { limits: { maxEventLoopDelayMs: 50 } })
   await testApp.app.ready()
   await blockUntilUnderPressure(testApp.app)
-  // Answered within this turn's microtasks, before the next sample can lift the pressure.
-  const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+  // Both sent within this turn's microtasks, before the next sample can lift the pressure.
+  const [response, liveness] = await Promise.all([testApp.app.inject({ url: '/v1/pets', headers: testApp.auth }), testApp.app.inject({ url: '/healthz' })])
   assert.equal(response.statusCode, 503)
   assert.equal(errorOf(response).code, 'service_unavailable')
   assert.equal(response.headers['retry-after'], '1')
+  assert.equal(liveness.statusCode, 200, 'liveness is answered: an instance that is only busy must not be restarted for it')
 })
 
 /**
