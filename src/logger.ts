@@ -1,6 +1,8 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino, type Logger } from 'pino'
 import PinoPretty from 'pino-pretty'
+import { API_KEYS_IN_TEXT } from './api-keys/api-key.service.js'
+import { WEBHOOK_SECRETS_IN_TEXT } from './webhooks/webhook-signature.js'
 
 /** How log lines are written: `auto` is `pretty` on a terminal, `json` otherwise. */
 export type LogFormat = 'auto' | 'json' | 'pretty'
@@ -8,18 +10,27 @@ export type LogFormat = 'auto' | 'json' | 'pretty'
 // A request's own line, in the human format: "GET /v1/pets 200 1.4 ms".
 const REQUEST_FIELDS = ['method', 'url', 'statusCode', 'ms']
 
+const REDACTED = '[redacted]'
+
+/** Any API key or webhook secret in a line as written: one sent in a URL by mistake, say. */
+function withoutSecrets (line: string): string {
+  return line.replace(API_KEYS_IN_TEXT, REDACTED).replace(WEBHOOK_SECRETS_IN_TEXT, REDACTED)
+}
+
 /**
  * The service's logger: JSON lines on stdout (or `stream`), or lines a person reads on a terminal.
  * Fastify logs no request headers, but should a serializer ever add them, credentials are censored
- * rather than written.
+ * rather than written; and a key or webhook secret anywhere in a line (a URL's `?api_key=`, which the
+ * classic Petstore took) is redacted as the line is written.
  */
 export function createLogger (level: string, format: LogFormat = 'json', stream?: NodeJS.WritableStream): Logger {
   const options = {
     level,
     redact: {
       paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization'],
-      censor: '[redacted]'
-    }
+      censor: REDACTED
+    },
+    hooks: { streamWrite: withoutSecrets }
   }
   if (format === 'pretty' || (format === 'auto' && process.stdout.isTTY)) {
     return pino(options, PinoPretty({

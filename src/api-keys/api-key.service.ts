@@ -8,6 +8,8 @@ const CHECKSUM_CHARS = 6 // CRC32 in base62, so that scanners can tell a real ke
 /** Every key's length, in characters. */
 export const API_KEY_LENGTH = PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS
 const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}$`)
+/** Finds every key in a text (a URL sent with a key in it, say), to redact it. */
+export const API_KEYS_IN_TEXT = new RegExp(`${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'g')
 
 /** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */
 export interface GeneratedApiKey {

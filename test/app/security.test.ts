@@ -23,7 +23,7 @@ test('answers carry security headers and no X-Powered-By, errors included', asyn
   }
 })
 
-test('keys, their hashes and Authorization headers never reach the logs', async (t) => {
+test('keys, their hashes, webhook secrets and Authorization headers never reach the logs, in a URL either', async (t) => {
   const logs = new PassThrough()
   let written = ''
   logs.on('data', (chunk) => { written += chunk })
@@ -38,14 +38,19 @@ test('keys, their hashes and Authorization headers never reach the logs', async 
     { url: '/v1/pets', headers: { authorization: `Bearer ${wrongKey}` } },
     { url: '/v1/pets?limit=0', headers: { authorization: `Bearer ${key}` } },
     { method: 'POST' as const, url: '/v1/pets', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: `{"name":"${key}","bad":1}` },
-    { url: '/nowhere', headers: { authorization: `Bearer ${key}` } }
+    { url: '/nowhere', headers: { authorization: `Bearer ${key}` } },
+    // Keys (and webhook secrets) put in the URL by mistake: the classic Petstore took `api_key` there.
+    { url: `/v1/pets?api_key=${key}` },
+    { url: `/v1/pets/${key}`, headers: { authorization: `Bearer ${key}` } },
+    { url: '/v1/pets?secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { authorization: `Bearer ${key}` } }
   ]
   for (const request of requests) await app.inject(request)
   await db.schema.dropTable('pets').execute() // a 500, logged with its error
   const failed = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
   assert.equal(failed.statusCode, 500)
   assert.ok(written.includes('request failed'), 'the test saw real log lines')
-  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20)]) {
+  assert.ok(written.includes('api_key=[redacted]'), 'the line is kept, the key in it redacted')
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)
