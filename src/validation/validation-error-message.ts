@@ -21,6 +21,12 @@ const PARTS: Record<string, Part> = {
   row: { whole: 'The row', field: 'field', fields: 'fields', namesPart: false }
 }
 
+/** The schemas' patterns, in words (a test sends each). */
+const PATTERN_RULES: Record<string, string> = {
+  '^[^\\u0000]*$': 'must not contain U+0000',
+  '^[\\x20-\\x7E]+$': 'must be printable ASCII characters (U+0020 to U+007E)'
+}
+
 const TYPE_NAMES: Record<string, string> = {
   string: 'a string',
   integer: 'an integer',
@@ -70,6 +76,16 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
       return `must be at least ${String(params.limit)} ${params.limit === 1 ? 'character' : 'characters'} long`
     case 'maxLength':
       return `must be at most ${String(params.limit)} characters long`
+    case 'minItems':
+      return `must list at least ${counted(params.limit, 'item', 'items')}`
+    case 'maxItems':
+      return `must list at most ${counted(params.limit, 'item', 'items')}`
+    case 'uniqueItems':
+      return `must not list an item twice: items ${String(params.i)} and ${String(params.j)} are the same`
+    case 'minProperties':
+      return `must have at least ${counted(params.limit, part.field, part.fields)}`
+    case 'pattern':
+      return PATTERN_RULES[String(params.pattern)] ?? `must match the pattern ${String(params.pattern)}`
     default:
       return error.message ?? 'is invalid'
   }
@@ -78,6 +94,10 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
 /** "/owner/name" as `owner.name`, "/tags/0" as `tags[0]`. */
 function fieldPath (instancePath: string): string {
   return instancePath.slice(1).split('/').map((step, i) => /^\d+$/.test(step) ? `[${step}]` : `${i === 0 ? '' : '.'}${step.replaceAll('~1', '/').replaceAll('~0', '~')}`).join('')
+}
+
+function counted (limit: unknown, one: string, many: string): string {
+  return `${String(limit)} ${limit === 1 ? one : many}`
 }
 
 function capitalized (text: string): string {

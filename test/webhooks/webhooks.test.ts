@@ -459,3 +459,20 @@ forEachStore((store) => {
     assert.ok((await deliveries(testApp, id)).every(({ attemptedAt }) => attemptedAt >= cutoff))
   })
 })
+
+test('every validation message on webhooks says what to fix in words, not in schema keywords', async (t) => {
+  const testApp = await build(t)
+  const created = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url: 'https://hooks.example.com/', events: ['*'] } })
+  assert.equal(created.statusCode, 201)
+  for (const [method, url, payload, headers, message] of [
+    ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: [] }, {}, '`events` must list at least 1 item'],
+    ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['pet.created', 'pet.created'] }, {}, '`events` must not list an item twice: items 0 and 1 are the same'],
+    ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['*'], description: 'a\u0000b' }, {}, '`description` must not contain U+0000'],
+    ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['*'] }, { 'idempotency-key': 'clé' }, 'Header `idempotency-key` must be printable ASCII characters (U+0020 to U+007E)'],
+    ['PATCH', `/v1/webhooks/${created.json().id}`, {}, {}, 'The body must have at least 1 field']
+  ] as const) {
+    const response = await testApp.app.inject({ method, url, headers: { ...testApp.auth, ...headers }, payload })
+    assert.equal(response.statusCode, 400, response.body)
+    assert.equal(errorOf(response).message, message)
+  }
+})
