@@ -3484,7 +3484,7 @@ export interface operations {
             };
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored; or the `Idempotency-Key` was used before with another body */
+            /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored; or the `Idempotency-Key` was used before with another body */
             422: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
@@ -3976,7 +3976,7 @@ export interface operations {
             };
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored */
+            /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored */
             422: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];

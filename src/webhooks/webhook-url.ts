@@ -11,7 +11,7 @@ function refused (reason: string): ApiError {
 
 /**
  * Checks a receiver's URL when it is registered or changed: absolute, `https` (or `http` where private
- * addresses are allowed), without credentials, and not naming or resolving to a non-public address;
+ * addresses are allowed), without credentials, port 0 or fragment, and not naming or resolving to a non-public address;
  * answers it as parsed, the form stored. A name that does not resolve now is accepted: every
  * connection checks the address it dials anyway.
  */
@@ -21,6 +21,8 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   const schemes = allowPrivate ? ['https:', 'http:'] : ['https:']
   if (!schemes.includes(url.protocol)) throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, not ${url.protocol.slice(0, -1)}`)
   if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')
+  if (url.port === '0') throw refused('its port must be from 1 to 65535')
+  if (url.hash !== '') throw refused(`it must not hold a fragment (${url.hash.slice(0, 64)}), which is never sent`)
   if (allowPrivate) return url.href
   let timer: NodeJS.Timeout | undefined
   const timedOut = new Promise<void>((resolve) => { timer = setTimeout(resolve, RESOLVE_TIMEOUT_MS) })

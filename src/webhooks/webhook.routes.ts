@@ -41,7 +41,7 @@ const BETA = { 'x-stability': 'beta', tags: ['webhooks'] } as const
 
 const URL_REFUSED = {
   status: 422,
-  description: 'The URL is refused: not https, with credentials, or naming or resolving to an address that is not public; nothing was stored',
+  description: 'The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored',
   code: 'webhook_url_refused',
   example: 'The webhook URL is refused: hooks.internal resolves to 10.0.0.7, which is not a public address; webhooks reach public addresses only'
 } as const
