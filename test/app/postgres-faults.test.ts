@@ -25,7 +25,9 @@ async function startPostgres (t: TestContext): Promise<{ url: string, signal: (s
   chownSync(dir, uid, gid)
   const data = join(dir, 'data')
   execFileSync(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions'], { uid, gid, stdio: 'ignore' })
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  // Below Linux's ephemeral ports (32768 and up): one of them may be held by a client socket of the
+  // suite, and the cluster could then not listen (CI, 29 November: ECONNREFUSED on port 37404).
+  const port = 20_000 + Math.floor(Math.random() * 12_000)
   const server = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
     { uid, gid, stdio: 'ignore' })
   const signal = (name: NodeJS.Signals) => {
