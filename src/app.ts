@@ -180,6 +180,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
   const allowPrivateWebhooks = config.WEBHOOK_ALLOW_PRIVATE === 'true'
+  const dispatcherOutages = new OutageLog(app.log, `deliveries wait, and the store is tried again every ${limits.webhookPollMs / 1000} s`, outageReportMs)
   const dispatcher = new WebhookDispatcher(db, clock, new WebhookTransport(webhookNetwork, { allowPrivate: allowPrivateWebhooks, timeoutMs: limits.webhookTimeoutMs }), {
     pollMs: limits.webhookPollMs,
     concurrency: limits.webhookConcurrency,
@@ -189,7 +190,6 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     // Failed at every poll while the store is down: logged as an outage, not as a stack a poll.
     dispatcherOutages.failed(DISPATCHER_OUTAGE, err)
   })
-  const dispatcherOutages = new OutageLog(app.log, `deliveries wait, and the store is tried again every ${limits.webhookPollMs / 1000} s`, outageReportMs)
   app.addHook('onClose', async () => { dispatcherOutages.close() })
   dispatcher.start()
   app.addHook('preClose', async () => { await dispatcher.stop() })
