@@ -26,7 +26,7 @@ export const ERROR_CATALOG = {
   uri_too_long: { status: 414, meaning: 'A path segment is longer than 8,192 characters' },
   unsupported_media_type: { status: 415, meaning: 'The body is not `application/json` in UTF-8, or comes in a content coding (gzip, say)' },
   idempotency_key_reused: { status: 422, meaning: 'The `Idempotency-Key` was used before with a different body' },
-  webhook_url_refused: { status: 422, meaning: 'Beta webhooks: the URL is not https, holds credentials, or names or resolves to an address that is not public' },
+  webhook_url_refused: { status: 422, meaning: 'Beta webhooks: the URL is not https, holds credentials, port 0 or a fragment, or names or resolves to an address that is not public' },
   pet_not_found: { status: 422, meaning: 'Experimental orders: no pet has the `petId` of the order' },
   rate_limited: { status: 429, meaning: 'Too many requests; retry after `Retry-After` seconds' },
   header_too_large: { status: 431, meaning: 'The request line and headers are over 16 KiB' },

@@ -22,7 +22,8 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   if (!schemes.includes(url.protocol)) throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, not ${url.protocol.slice(0, -1)}`)
   if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')
   if (url.port === '0') throw refused('its port must be from 1 to 65535')
-  if (url.hash !== '') throw refused(`it must not hold a fragment (${url.hash.slice(0, 64)}), which is never sent`)
+  // `hash` is empty for an empty fragment too, where the text still ends in `#`.
+  if (url.href.includes('#')) throw refused(`it must not hold a fragment (${url.hash.slice(0, 64) || '#'}), which is never sent`)
   if (allowPrivate) return url.href
   let timer: NodeJS.Timeout | undefined
   const timedOut = new Promise<void>((resolve) => { timer = setTimeout(resolve, RESOLVE_TIMEOUT_MS) })

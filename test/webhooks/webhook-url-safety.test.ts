@@ -80,6 +80,8 @@ test('a URL naming an address that is not public is refused with 422, for every 
   // A URL that could never be delivered to, or that holds what is never sent.
   assert.equal(errorOf(await register(testApp, 'https://hooks.example.com:0/')).message, 'The webhook URL is refused: its port must be from 1 to 65535')
   assert.equal(errorOf(await register(testApp, 'https://hooks.example.com/hook#part')).message, 'The webhook URL is refused: it must not hold a fragment (#part), which is never sent')
+  // An empty fragment is still a fragment: the URL's `hash` is empty, its text ends in `#`.
+  assert.equal(errorOf(await register(testApp, 'https://hooks.example.com/hook#')).message, 'The webhook URL is refused: it must not hold a fragment (#), which is never sent')
   assert.equal((await testApp.app.inject({ url: '/v1/webhooks', headers: testApp.auth })).json().length, 0, 'nothing was stored')
 })
 
