@@ -19,7 +19,7 @@ export interface StoreOptions {
   log?: StoreLog
 }
 
-const SILENT: StoreLog = { warn: () => {}, error: () => {} }
+const SILENT: StoreLog = { info: () => {}, warn: () => {}, error: () => {} }
 
 /** The store's settings in the configuration. */
 export function storeOptionsFrom (config: Config): Required<Pick<StoreOptions, 'poolSize' | 'deadlines' | 'durability'>> & Pick<StoreOptions, 'directUrl'> {

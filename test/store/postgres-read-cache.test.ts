@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer, connect, type AddressInfo } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
-import { PET_CHANGES_CHANNEL } from '../../src/store/postgres/change-feed.js'
+import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from '../../src/store/postgres/change-feed.js'
 import { storeOptionsFrom } from '../../src/store/open-store.js'
-import { checkAnswers, createKey, defer, openTestStore, TEST_LIMITS, TEST_STORES } from '../helper.js'
+import { checkAnswers, createKey, defer, directUrlOf, openTestStore, TEST_LIMITS, TEST_STORES } from '../helper.js'
 
 // The bound the issue sets on what another instance's reads may miss of a commit.
 const STALENESS_BOUND_MS = 100
@@ -142,6 +144,50 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
 
       // Listening again (a second later), the instance caches again.
       await untilCaching(b, setup, 5000)
+    })
+
+    test('a notification connection that cannot be made is logged once, however often it is tried, and once more when it is back', async (t) => {
+      const databaseUrl = await postgres.databaseUrl(t)
+      const server = new URL(directUrlOf(databaseUrl) ?? databaseUrl)
+      // The feed's way to the server: a proxy on a port that refuses connections until it listens.
+      const proxy = createServer((client) => {
+        const upstream = connect(Number(server.port || 5432), server.hostname)
+        client.on('error', () => upstream.destroy())
+        upstream.on('error', () => client.destroy())
+        client.pipe(upstream).pipe(client)
+      })
+      // Closed after the feed (deferred first), which ends the connections through it.
+      defer(t, () => { if (proxy.listening) proxy.close() })
+      proxy.listen(0, '127.0.0.1')
+      await once(proxy, 'listening')
+      const { port } = proxy.address() as AddressInfo
+      proxy.close()
+      const viaProxy = new URL(server)
+      viaProxy.host = `127.0.0.1:${port}`
+      const admin = new pg.Client({ connectionString: server.toString() })
+      await admin.connect()
+      defer(t, () => admin.end())
+      const lines: Array<{ level: string, message: string }> = []
+      const record = (level: string) => (_details: object, message: string) => { lines.push({ level, message }) }
+      const feed = new PostgresChangeFeed({
+        connectionString: viaProxy.toString(),
+        notify: async (payload) => { await admin.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) },
+        connectMs: 1000,
+        log: { info: record('info'), warn: record('warn'), error: record('error') },
+        retryMs: 10
+      })
+      defer(t, () => feed.close())
+
+      assert.equal(feed.version(), undefined)
+      // Tried at 10, 30, 70, 150 and 310 ms: five attempts that fail after the first.
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      assert.deepEqual(lines.map(({ level }) => level), ['warn'])
+      assert.match(lines[0]!.message, /^the change notifications of PostgreSQL are not heard: reads go to the database until they are/)
+
+      proxy.listen(port, '127.0.0.1')
+      assert.notEqual(await timeUntil(async () => feed.version() !== undefined, 2000), undefined, 'the feed listens once the server is reachable')
+      assert.deepEqual(lines.map(({ level }) => level), ['warn', 'info'])
+      assert.match(lines[1]!.message, /^the change notifications of PostgreSQL are heard again after \d+\.\d s: reads are served from memory again$/)
     })
 
     // CI runs the suites a second time through PgBouncer in transaction mode, with the server behind it as TEST_DATABASE_DIRECT_URL.

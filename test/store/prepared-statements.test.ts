@@ -20,7 +20,7 @@ function oneConnection (t: TestContext, connectionString: string): pg.Pool {
 
 function recordingLog (): StoreLog & { warnings: string[] } {
   const warnings: string[] = []
-  return { warnings, warn: (_details, message) => { warnings.push(message) }, error: () => {} }
+  return { warnings, info: () => {}, warn: (_details, message) => { warnings.push(message) }, error: () => {} }
 }
 
 const PREPARED = "select count(*)::int as count from pg_prepared_statements where name like 'petstore\\_%'"

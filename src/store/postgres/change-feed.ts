@@ -42,6 +42,8 @@ export class PostgresChangeFeed {
   #client: Client | undefined
   #timer: NodeJS.Timeout | undefined
   #retryMs: number
+  /** When the notifications were lost (performance.now()), while they are not heard again. */
+  #lostAt: number | undefined
   readonly #awaited = new Map<string, () => void>()
 
   constructor (private readonly options: ChangeFeedOptions) {
@@ -89,6 +91,11 @@ export class PostgresChangeFeed {
     this.#listening = true
     this.#retryMs = this.options.retryMs ?? 1000
     this.#generation++
+    if (this.#lostAt !== undefined) {
+      const seconds = ((performance.now() - this.#lostAt) / 1000).toFixed(1)
+      this.options.log.info({ unheardSeconds: Number(seconds) }, `the change notifications of PostgreSQL are heard again after ${seconds} s: reads are served from memory again`)
+      this.#lostAt = undefined
+    }
     this.#heartbeat(client, heartbeatMs, probeMs)
   }
 
@@ -116,7 +123,11 @@ export class PostgresChangeFeed {
     }
   }
 
-  /** Stops counting on `client`'s notifications, and listens again after a wait that grows while it fails. */
+  /**
+   * Stops counting on `client`'s notifications, and listens again after a wait that grows while it
+   * fails. Logged once for the loss, with its cause, and once when they are heard again: the attempts
+   * in between that fail are the same outage.
+   */
   #lost (client: Client | undefined, err: Error): void {
     // An old connection's late 'end', or a loss already handled, changes nothing.
     if (client === undefined || client !== this.#client || this.#closed) return
@@ -124,7 +135,10 @@ export class PostgresChangeFeed {
     this.#listening = false
     clearTimeout(this.#timer)
     client.end().catch(() => {})
-    this.options.log.warn({ err }, 'the change notifications of PostgreSQL are not heard: reads go to the database until they are')
+    if (this.#lostAt === undefined) {
+      this.#lostAt = performance.now()
+      this.options.log.warn({ err }, `the change notifications of PostgreSQL are not heard: reads go to the database until they are (listening again is tried after ${this.#retryMs / 1000} s, then less often, up to every ${MAX_RETRY_MS / 1000} s)`)
+    }
     this.#timer = setTimeout(() => { this.#start() }, this.#retryMs).unref()
     this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS)
   }
