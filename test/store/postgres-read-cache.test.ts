@@ -149,21 +149,24 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
     test('a notification connection that cannot be made is logged once, however often it is tried, and once more when it is back', async (t) => {
       const databaseUrl = await postgres.databaseUrl(t)
       const server = new URL(directUrlOf(databaseUrl) ?? databaseUrl)
-      // The feed's way to the server: a proxy on a port that refuses connections until it listens.
+      // The feed's way to the server: a proxy that drops every connection until it is let through.
+      let through = false
       const proxy = createServer((client) => {
+        if (!through) {
+          client.destroy()
+          return
+        }
         const upstream = connect(Number(server.port || 5432), server.hostname)
         client.on('error', () => upstream.destroy())
         upstream.on('error', () => client.destroy())
         client.pipe(upstream).pipe(client)
       })
-      // Closed after the feed (deferred first), which ends the connections through it.
-      defer(t, () => { if (proxy.listening) proxy.close() })
       proxy.listen(0, '127.0.0.1')
       await once(proxy, 'listening')
-      const { port } = proxy.address() as AddressInfo
-      proxy.close()
+      // Closed after the feed (deferred first), which ends the connections through it.
+      defer(t, () => proxy.close())
       const viaProxy = new URL(server)
-      viaProxy.host = `127.0.0.1:${port}`
+      viaProxy.host = `127.0.0.1:${(proxy.address() as AddressInfo).port}`
       const admin = new pg.Client({ connectionString: server.toString() })
       await admin.connect()
       defer(t, () => admin.end())
@@ -184,7 +187,7 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
       assert.deepEqual(lines.map(({ level }) => level), ['warn'])
       assert.match(lines[0]!.message, /^the change notifications of PostgreSQL are not heard: reads go to the database until they are/)
 
-      proxy.listen(port, '127.0.0.1')
+      through = true
       assert.notEqual(await timeUntil(async () => feed.version() !== undefined, 2000), undefined, 'the feed listens once the server is reachable')
       assert.deepEqual(lines.map(({ level }) => level), ['warn', 'info'])
       assert.match(lines[1]!.message, /^the change notifications of PostgreSQL are heard again after \d+\.\d s: reads are served from memory again$/)
