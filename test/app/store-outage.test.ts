@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict'
-import { once } from 'node:events'
-import { createServer, connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'node:test'
@@ -8,38 +6,10 @@ import { buildApp, DISPATCHER_OUTAGE } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { createLogger } from '../../src/logger.js'
+import { createCuttableProxy } from '../cuttable-proxy.js'
 import { checkAnswers, createKey, defer, errorOf, openTestStore, TEST_LIMITS, TEST_STORES } from '../helper.js'
 
 const REPORT_MS = 100
-
-/** A TCP proxy to the database that the test can cut and restore, as a network fault would. */
-async function createCuttableProxy (target: URL) {
-  const sockets = new Set<Socket>()
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port || 5432), target.hostname)
-    for (const socket of [client, upstream]) {
-      sockets.add(socket)
-      socket.on('error', () => {})
-      socket.on('close', () => { sockets.delete(socket); client.destroy(); upstream.destroy() })
-    }
-    client.pipe(upstream).pipe(client)
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const port = (server.address() as { port: number }).port
-  return {
-    port,
-    cut: async () => {
-      for (const socket of sockets) socket.destroy()
-      await new Promise((resolve) => server.close(resolve))
-    },
-    restore: async () => {
-      server.listen(port, '127.0.0.1')
-      await once(server, 'listening')
-    },
-    close: () => { for (const socket of sockets) socket.destroy(); server.close() }
-  }
-}
 
 // Only PostgreSQL is reached over a network; an embedded SQLite store has no outage to survive.
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
@@ -69,7 +39,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const created = await app.inject({ method: 'POST', url: '/v1/pets', headers, payload: { name: 'Rex', categoryId: 1 } })
     assert.equal(created.statusCode, 201)
 
-    await proxy.cut()
+    proxy.cut()
     const health = await app.inject({ url: '/readyz' })
     assert.equal(health.statusCode, 503)
     assert.equal(errorOf(health).code, 'service_unavailable')
@@ -85,7 +55,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     assert.ok(more.every((response) => response.statusCode === 503))
     await sleep(REPORT_MS * 1.5)
 
-    await proxy.restore()
+    proxy.restore()
     assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
     await sleep(REPORT_MS * 3.5)
     // The dispatcher's failures, once a poll: logged as one outage too.

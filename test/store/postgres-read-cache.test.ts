@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict'
-import { once } from 'node:events'
-import { createServer, connect, type AddressInfo } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { buildApp } from '../../src/app.js'
@@ -8,6 +6,7 @@ import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from '../../src/store/postgres/change-feed.js'
 import { storeOptionsFrom } from '../../src/store/open-store.js'
+import { createCuttableProxy } from '../cuttable-proxy.js'
 import { checkAnswers, createKey, defer, directUrlOf, openTestStore, TEST_LIMITS, TEST_STORES } from '../helper.js'
 
 // The bound the issue sets on what another instance's reads may miss of a commit.
@@ -149,24 +148,13 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
     test('a notification connection that cannot be made is logged once, however often it is tried, and once more when it is back', async (t) => {
       const databaseUrl = await postgres.databaseUrl(t)
       const server = new URL(directUrlOf(databaseUrl) ?? databaseUrl)
-      // The feed's way to the server: a proxy that drops every connection until it is let through.
-      let through = false
-      const proxy = createServer((client) => {
-        if (!through) {
-          client.destroy()
-          return
-        }
-        const upstream = connect(Number(server.port || 5432), server.hostname)
-        client.on('error', () => upstream.destroy())
-        upstream.on('error', () => client.destroy())
-        client.pipe(upstream).pipe(client)
-      })
-      proxy.listen(0, '127.0.0.1')
-      await once(proxy, 'listening')
+      // The feed's way to the server, cut until the server is to be reachable again.
+      const proxy = await createCuttableProxy(server)
+      proxy.cut()
       // Closed after the feed (deferred first), which ends the connections through it.
       defer(t, () => proxy.close())
       const viaProxy = new URL(server)
-      viaProxy.host = `127.0.0.1:${(proxy.address() as AddressInfo).port}`
+      viaProxy.host = `127.0.0.1:${proxy.port}`
       const admin = new pg.Client({ connectionString: server.toString() })
       await admin.connect()
       defer(t, () => admin.end())
@@ -187,7 +175,7 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
       assert.deepEqual(lines.map(({ level }) => level), ['warn'])
       assert.match(lines[0]!.message, /^the change notifications of PostgreSQL are not heard: reads go to the database until they are/)
 
-      through = true
+      proxy.restore()
       assert.notEqual(await timeUntil(async () => feed.version() !== undefined, 2000), undefined, 'the feed listens once the server is reachable')
       assert.deepEqual(lines.map(({ level }) => level), ['warn', 'info'])
       assert.match(lines[1]!.message, /^the change notifications of PostgreSQL are heard again after \d+\.\d s: reads are served from memory again$/)
