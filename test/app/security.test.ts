@@ -42,7 +42,8 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     // Keys (and webhook secrets) put in the URL by mistake: the classic Petstore took `api_key` there.
     { url: `/v1/pets?api_key=${key}` },
     { url: `/v1/pets/${key}`, headers: { authorization: `Bearer ${key}` } },
-    { url: '/v1/pets?secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { authorization: `Bearer ${key}` } }
+    { url: '/v1/pets?secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { authorization: `Bearer ${key}` } },
+    { url: `/v1/pets?secret=whsec_Zm9vYmFyYmF6cXV4cXV1eA%3D%3D&api_key=${key}&again=whsec_Zm9vYmFyYmF6cXV4cXV1eA` }
   ]
   for (const request of requests) await app.inject(request)
   await db.schema.dropTable('pets').execute() // a 500, logged with its error
@@ -50,7 +51,7 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   assert.equal(failed.statusCode, 500)
   assert.ok(written.includes('request failed'), 'the test saw real log lines')
   assert.ok(written.includes('api_key=[redacted]'), 'the line is kept, the key in it redacted')
-  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']) {
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA']) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)
