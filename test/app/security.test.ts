@@ -43,7 +43,9 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     { url: `/v1/pets?api_key=${key}` },
     { url: `/v1/pets/${key}`, headers: { authorization: `Bearer ${key}` } },
     { url: '/v1/pets?secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { authorization: `Bearer ${key}` } },
-    { url: `/v1/pets?secret=whsec_Zm9vYmFyYmF6cXV4cXV1eA%3D%3D&api_key=${key}&again=whsec_Zm9vYmFyYmF6cXV4cXV1eA` }
+    { url: `/v1/pets?secret=whsec_Zm9vYmFyYmF6cXV4cXV1eA%3D%3D&api_key=${key}&again=whsec_Zm9vYmFyYmF6cXV4cXV1eA` },
+    // A key pasted where a webhook secret goes: the secret's pattern alone would take only its prefix.
+    { url: `/v1/pets?secret=whsec_${key}` }
   ]
   for (const request of requests) await app.inject(request)
   await db.schema.dropTable('pets').execute() // a 500, logged with its error
