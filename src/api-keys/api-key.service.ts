@@ -1,5 +1,6 @@
 import { hash, randomBytes } from 'node:crypto'
 import { crc32 } from 'node:zlib'
+import { PERCENT_ENCODED_BASE62, percentEncodable } from '../percent-encodable.js'
 
 const PREFIX = 'ps_'
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
@@ -8,8 +9,12 @@ const CHECKSUM_CHARS = 6 // CRC32 in base62, so that scanners can tell a real ke
 /** Every key's length, in characters. */
 export const API_KEY_LENGTH = PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS
 const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}$`)
-/** Finds every key in a text (a URL sent with a key in it, say), to redact it. */
-export const API_KEYS_IN_TEXT = new RegExp(`${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'g')
+/**
+ * Finds every key in a text (a URL sent with a key in it, say), to redact it: its characters as they
+ * are or percent-encoded (`ps%5F...`, or all of them), as a client's URL encoder may send them.
+ */
+export const API_KEYS_IN_TEXT = new RegExp(
+  `${percentEncodable(PREFIX)}(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'gi')
 
 /** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */
 export interface GeneratedApiKey {

@@ -39,6 +39,10 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
     // Fastify's message holds the whole path: kilobytes sent back for nothing.
     return new ApiError(414, 'uri_too_long', `A path segment is longer than ${request.server.initialConfig.routerOptions?.maxParamLength ?? 0} characters`, { cause: error })
   }
+  if (fastifyError.code === 'FST_ERR_BAD_URL') {
+    // Fastify's message quotes the whole URL, with whatever key was put in its query.
+    return new ApiError(400, 'bad_request', 'The path is not valid percent-encoded UTF-8', { cause: error })
+  }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     const limit = request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 0
     return new ApiError(413, 'payload_too_large', `The body is larger than the limit of ${limit} bytes (${limit / 1024} KiB)`, { cause: error })

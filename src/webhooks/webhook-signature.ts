@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
+import { percentEncodable } from '../percent-encodable.js'
 
 /** Finds every signing secret in a text (a URL sent with one in it, say; percent-encoded too), to redact it. */
-export const WEBHOOK_SECRETS_IN_TEXT = /whsec_[A-Za-z0-9+/=%]+/g
+export const WEBHOOK_SECRETS_IN_TEXT = new RegExp(`${percentEncodable('whsec_')}[A-Za-z0-9+/=%]+`, 'gi')
 
 /** A new signing secret in the Standard Webhooks form: `whsec_` and 24 random bytes in base64. */
 export function newWebhookSecret (): string {

@@ -78,11 +78,14 @@ forEachStore((store) => {
     }
   })
 
-  test('a malformed URL is a 400 Error body', async (t) => {
+  test('a malformed URL is a 400 Error body that does not repeat the URL, nor a key in it', async (t) => {
     const testApp = await build(t, { store })
-    const response = await testApp.app.inject({ url: '/v1/pets/%E0%A4%A', headers: testApp.auth })
+    const key = testApp.auth.authorization.slice('Bearer '.length)
+    const response = await testApp.app.inject({ url: `/v1/pets/%E0%A4%A?api_key=${key}`, headers: testApp.auth })
     assert.equal(response.statusCode, 400)
     assert.equal(errorOf(response).code, 'bad_request')
+    assert.ok(!response.body.includes(key.slice(3)), 'the key sent in the URL came back in the error body')
+    assert.match(errorOf(response).message, /percent-encoded/)
   })
 
   test('healthz answers 200 while the process runs; readyz 200 while the store answers, and 503 naming it when it does not', async (t) => {

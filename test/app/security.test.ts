@@ -10,6 +10,11 @@ import { createLogger } from '../../src/logger.js'
 import loadShedding from '../../src/plugins/load-shedding.js'
 import { build, checkAnswers, createKey, createTestStore, defer, errorOf, TEST_LIMITS } from '../helper.js'
 
+/** Every character of `text` percent-encoded, as a URL encoder that encodes everything would send it. */
+function percentEncoded (text: string): string {
+  return [...Buffer.from(text)].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join('')
+}
+
 test('answers carry security headers and no X-Powered-By, errors included', async (t) => {
   const testApp = await build(t)
   for (const request of [{ url: '/v1/pets', headers: testApp.auth }, { url: '/v1/pets' }, { url: '/nowhere' }, { url: '/healthz' }]) {
@@ -45,7 +50,12 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     { url: '/v1/pets?secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers: { authorization: `Bearer ${key}` } },
     { url: `/v1/pets?secret=whsec_Zm9vYmFyYmF6cXV4cXV1eA%3D%3D&api_key=${key}&again=whsec_Zm9vYmFyYmF6cXV4cXV1eA` },
     // A key pasted where a webhook secret goes: the secret's pattern alone would take only its prefix.
-    { url: `/v1/pets?secret=whsec_${key}` }
+    { url: `/v1/pets?secret=whsec_${key}` },
+    // Percent-encoded, in part or whole, as a client's URL encoder may send them.
+    { url: `/v1/pets?api_key=ps%5F${key.slice(3)}` },
+    { url: `/v1/pets/ps%5f${key.slice(3)}`, headers: { authorization: `Bearer ${key}` } },
+    { url: `/v1/pets?x=${percentEncoded(key)}` },
+    { url: `/v1/pets?secret=${percentEncoded('whsec_')}MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw` }
   ]
   for (const request of requests) await app.inject(request)
   await db.schema.dropTable('pets').execute() // a 500, logged with its error
@@ -53,7 +63,7 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   assert.equal(failed.statusCode, 500)
   assert.ok(written.includes('request failed'), 'the test saw real log lines')
   assert.ok(written.includes('api_key=[redacted]'), 'the line is kept, the key in it redacted')
-  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA']) {
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20))]) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)
