@@ -36,6 +36,7 @@ import { createRateLimiter } from './plugins/rate-limit.js'
 import securityHeaders from './plugins/security-headers.js'
 import shutdown from './plugins/shutdown.js'
 import writeCoalescing from './plugins/write-coalescing.js'
+import pipelinedRequests from './plugins/pipelined-requests.js'
 import { RequestLog, logsEachRequest } from './logger.js'
 import { OutageLog } from './outage-log.js'
 import { requestLoggerFactory } from './request-logger.js'
@@ -153,6 +154,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
   await app.register(writeCoalescing)
+  await app.register(pipelinedRequests)
   await app.register(jsonBody)
   await app.register(openapi, { config, clock })
   await app.register(apiDocs)
