@@ -50,6 +50,8 @@ export class RefusedAddressError extends Error {
  */
 export async function checkedAddresses (network: WebhookNetwork, hostname: string, allowPrivate: boolean): Promise<string[]> {
   const literal = ipLiteralOf(hostname)
+  // Refused by name too, as a resolver may not know these names (this machine's did not know `localhost.`).
+  if (!allowPrivate && literal === undefined && namesLoopback(hostname)) throw new RefusedAddressError(`${hostname} names this machine`)
   const addresses = literal === undefined ? await network.resolve(hostname) : [literal]
   if (addresses.length === 0) throw new RefusedAddressError(`${hostname} has no address`)
   const refused = allowPrivate ? undefined : addresses.find((address) => !isPublicAddress(address))
@@ -58,6 +60,12 @@ export async function checkedAddresses (network: WebhookNetwork, hostname: strin
     throw new RefusedAddressError(literal === undefined ? `${hostname} resolves to an address that is not public` : `${refused} is not a public address`)
   }
   return addresses
+}
+
+/** `localhost` and the names under it, with or without the root's dot: loopback names by RFC 6761 (section 6.3). */
+function namesLoopback (hostname: string): boolean {
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname
+  return name === 'localhost' || name.endsWith('.localhost')
 }
 
 export interface DeliveryAnswer {

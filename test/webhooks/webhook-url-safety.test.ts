@@ -85,6 +85,15 @@ test('a URL naming an address that is not public is refused with 422, for every 
   assert.equal((await testApp.app.inject({ url: '/v1/webhooks', headers: testApp.auth })).json().length, 0, 'nothing was stored')
 })
 
+test('a name under localhost is refused with 422 whether or not it resolves here (RFC 6761)', async (t) => {
+  const testApp = await appOn(t, fakeNetwork(new Map(), () => 0))
+  for (const [url, hostname] of [['https://localhost./hook', 'localhost.'], ['https://LOCALHOST./hook', 'localhost.'], ['https://hooks.localhost/hook', 'hooks.localhost'], ['https://a.b.localhost./hook', 'a.b.localhost.']]) {
+    const response = await register(testApp, url!)
+    assert.equal(response.statusCode, 422, url)
+    assert.equal(errorOf(response).message, `The webhook URL is refused: ${hostname} names this machine; webhooks reach public addresses only`)
+  }
+})
+
 test('a host name resolving to an address that is not public is refused with 422, even beside a public one', async (t) => {
   const names = new Map(BLOCKED.map((address, index) => [`internal-${index}.example.test`, [address]]))
   names.set('mixed.example.test', [PUBLIC_ADDRESS, '10.0.0.7'])
