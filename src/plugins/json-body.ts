@@ -76,17 +76,23 @@ function unsupportedTransferCoding (codings: string): ApiError {
 }
 
 /**
- * How many Content-Type lines `rawHeaders` holds. Node keeps the first and drops the others, where a
- * proxy in front may go by the last, and so see a body of another type than the one read here. A loop
+ * How many lines of the header `name` (lower case) `rawHeaders` holds. Of several Content-Type lines
+ * Node keeps the first, where a proxy in front may go by the last, and so see a body of another type
+ * than the one read here; several Idempotency-Key lines it joins into one key (`k1, k2`). A loop
  * rather than `headersDistinct`, which would build an array for every header of every create.
  */
-function countContentTypes (rawHeaders: string[]): number {
+function countHeaderLines (rawHeaders: string[], name: string): number {
   let count = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!
-    if (name.length === 12 && name.toLowerCase() === 'content-type') count++
+    const line = rawHeaders[i]!
+    if (line.length === name.length && line.toLowerCase() === name) count++
   }
   return count
+}
+
+/** The 400 of a header sent more than once that must be sent once. */
+function repeatedHeader (name: string, count: number): ApiError {
+  return new ApiError(400, 'bad_request', `The request has ${count} ${name} headers; send one`)
 }
 
 /**
@@ -101,9 +107,14 @@ export default fp(async (app) => {
       done(unsupportedContentCoding(coding), undefined)
       return
     }
-    const contentTypes = countContentTypes(request.raw.rawHeaders)
+    const contentTypes = countHeaderLines(request.raw.rawHeaders, 'content-type')
     if (contentTypes > 1) {
-      done(new ApiError(400, 'bad_request', `The request has ${contentTypes} Content-Type headers; send one`), undefined)
+      done(repeatedHeader('Content-Type', contentTypes), undefined)
+      return
+    }
+    const idempotencyKeys = request.headers['idempotency-key'] === undefined ? 0 : countHeaderLines(request.raw.rawHeaders, 'idempotency-key')
+    if (idempotencyKeys > 1) {
+      done(repeatedHeader('Idempotency-Key', idempotencyKeys), undefined)
       return
     }
     const transferCodings = request.headers['transfer-encoding']
