@@ -6,6 +6,7 @@ import { ApiError, type ErrorCode } from '../errors.js'
 import { OutageLog } from '../outage-log.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import { unsupportedMediaType } from './json-body.js'
+import { SECURITY_HEADERS } from './security-headers.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -140,6 +141,9 @@ export function methodNotAllowed (method: string, allowed: string[]): ApiError {
   })
 }
 
+// The security headers as the lines of an answer written to the socket itself.
+const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+
 /**
  * Answers a malformed HTTP request (bad header, header too large, timeout) with the Error body;
  * Fastify calls this from the socket, before any request object exists.
@@ -151,7 +155,7 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
   const body = JSON.stringify({ code: CODE_BY_STATUS[status], message: STATUS_CODES[status], status })
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }
 
@@ -161,7 +165,7 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
  */
 function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
   const body = JSON.stringify(new ApiError(417, 'expectation_failed', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue can`).toBody())
-  response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
+  response.writeHead(417, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
 }
 
 /** One error handler and one not-found handler for the whole app, so every error has the Error body. */

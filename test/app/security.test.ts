@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { PassThrough } from 'node:stream'
 import { setTimeout } from 'node:timers/promises'
 import { test } from 'node:test'
@@ -8,7 +9,8 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import loadShedding from '../../src/plugins/load-shedding.js'
-import { build, checkAnswers, createKey, createTestStore, defer, errorOf, TEST_LIMITS } from '../helper.js'
+import { SECURITY_HEADERS } from '../../src/plugins/security-headers.js'
+import { build, checkAnswers, createKey, createTestStore, defer, errorOf, openRawConnection, TEST_LIMITS } from '../helper.js'
 
 /** Every character of `text` percent-encoded, as a URL encoder that encodes everything would send it. */
 function percentEncoded (text: string): string {
@@ -25,6 +27,18 @@ test('answers carry security headers and no X-Powered-By, errors included', asyn
     assert.equal(response.headers['cross-origin-resource-policy'], 'same-origin')
     assert.match(String(response.headers['strict-transport-security']), /max-age=\d+/)
     assert.equal(response.headers['x-powered-by'], undefined)
+  }
+})
+
+test('answers Node gives before the app (malformed HTTP, an Expect it cannot meet) carry the security headers too', async (t) => {
+  const testApp = await build(t)
+  for (const raw of ['GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n']) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(raw)
+    await once(socket, 'close')
+    const head = received().split('\r\n\r\n', 1)[0]!.toLowerCase()
+    assert.match(head, /^http\/1\.1 4\d\d /, raw)
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) assert.ok(head.includes(`\r\n${name}: ${value.toLowerCase()}`), `${name} missing from ${head}`)
   }
 })
 
