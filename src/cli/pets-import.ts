@@ -1,4 +1,4 @@
-import { open, readFile, type FileHandle } from 'node:fs/promises'
+import { open, readFile, stat, type FileHandle } from 'node:fs/promises'
 import type { Store } from '../store/store.js'
 import { ImportFileError, describePosition, formatOfFile, inFileOrder, readImportFile, type ImportFormat } from '../pets/pet-import-file.js'
 import { importPets } from '../pets/pet-import.js'
@@ -42,7 +42,7 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
     throw error
   }
   // Opened before the import, so that a path that cannot be written stops it before anything is stored.
-  const errorsFile = options.errors === undefined ? undefined : await openErrorsFile(options.errors)
+  const errorsFile = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file)
 
   try {
     const total = read.rows.length + read.rejected.length
@@ -73,12 +73,20 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
   }
 }
 
-async function openErrorsFile (path: string): Promise<FileHandle> {
+/** Opens --errors FILE for writing, emptied; never the file being imported, which that would empty. */
+async function openErrorsFile (path: string, imported: string): Promise<FileHandle> {
+  if (await isSameFile(path, imported)) throw new ImportUsageError(`--errors names the file being imported (${imported}); name another file`)
   try {
     return await open(path, 'w')
   } catch (error) {
     throw new ImportUsageError(`cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
   }
+}
+
+/** Whether two paths name one file (the same inode), however written; false when either does not exist. */
+async function isSameFile (a: string, b: string): Promise<boolean> {
+  const [first, second] = await Promise.all([stat(a).catch(() => undefined), stat(b).catch(() => undefined)])
+  return first !== undefined && second !== undefined && first.dev === second.dev && first.ino === second.ino
 }
 
 /** "1 row", "10003 rows". */

@@ -67,7 +67,14 @@ export function inFileOrder (a: { position: RowPosition }, b: { position: RowPos
 
 /** Reads the rows of a JSON array or a CSV file with a header; rows that cannot be read are rejected here. */
 export function readImportFile (bytes: Buffer, format: ImportFormat): ImportFile {
-  return format === 'json' ? { format, ...readJsonRows(bytes) } : { format, ...readCsvRows(bytes.toString('utf8')) }
+  return format === 'json' ? { format, ...readJsonRows(withoutByteOrderMark(bytes)) } : { format, ...readCsvRows(bytes.toString('utf8')) }
+}
+
+const UTF8_BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf])
+
+/** JSON text without the byte order mark some editors write first (RFC 8259 lets a parser ignore it); CSV's parser drops its own. */
+function withoutByteOrderMark (bytes: Buffer): Buffer {
+  return bytes.subarray(0, 3).equals(UTF8_BYTE_ORDER_MARK) ? bytes.subarray(3) : bytes
 }
 
 /**

@@ -145,6 +145,30 @@ test('an unusable file is one clear line and exit 2', async (t) => {
   assert.match(missing.stderr, /cannot read .*missing\.csv: ENOENT/)
 })
 
+test('--errors naming the file being imported is refused before anything is written: the file is left whole', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  const text = '[{"name":"Rex","categoryId":1},{"name":"","categoryId":1}]'
+  const pets = join(dir, 'pets.json')
+  writeFileSync(pets, text)
+  for (const errors of [pets, join(dir, '.', 'pets.json')]) {
+    const result = await runCli(['pets', 'import', pets, '--errors', errors], env)
+    assert.equal(result.code, 2, result.stdout)
+    assert.match(result.stderr, /--errors names the file being imported/)
+    assert.equal(readFileSync(pets, 'utf8'), text)
+  }
+})
+
+test('a JSON file that starts with a UTF-8 byte order mark is read as without it', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  const pets = join(dir, 'pets.json')
+  writeFileSync(pets, '\uFEFF[{"name":"Rex","categoryId":1},{"name":"Tom","categoryId":2}]')
+  const result = await runCli(['pets', 'import', pets], env)
+  assert.equal(result.code, 0, result.stdout)
+  assert.match(result.stdout, /^Stored: 2 pets\.$/m)
+})
+
 test('a JSON array on one line: each rejection names its element, line and column; 20 are shown and --errors writes all as JSON Lines', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
