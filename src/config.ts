@@ -128,6 +128,8 @@ const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors
 
 interface SettingSchema { enum?: string[], type?: string, minimum?: number, maximum?: number, examples?: string[] }
 
+const INTEGER_VARIABLES = Object.entries(ConfigSchema.properties as Record<string, SettingSchema>).flatMap(([name, { type }]) => type === 'integer' ? [name] : [])
+
 /** What a setting accepts, in words, from its schema. */
 function allowedValues (name: string): string {
   const schema = (ConfigSchema.properties as Record<string, SettingSchema>)[name]!
@@ -160,8 +162,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     // An empty variable means "not set", as in most shells' `VAR= command`.
     if (value !== undefined && value !== '') raw[name] = value
   }
-  if (!validateConfig(raw)) {
-    const name = validateConfig.errors?.[0]?.instancePath.slice(1) ?? ''
+  // Ajv's coercion reads any text JavaScript takes for a number (0x10, 1e3, ' 8080'); an integer here is decimal digits.
+  const notDigits = INTEGER_VARIABLES.find((name) => raw[name] !== undefined && !/^\d+$/.test(raw[name]))
+  if (notDigits !== undefined || !validateConfig(raw)) {
+    const name = notDigits ?? validateConfig.errors?.[0]?.instancePath.slice(1) ?? ''
     throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(env[name] ?? ''))}; it must be ${allowedValues(name)}`)
   }
   const config = raw as unknown as Static<typeof ConfigSchema>
@@ -185,6 +189,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     const url = config[name]?.replace(/\/+$/, '')
     if (url === undefined) continue
     if (url.endsWith('/v1')) throw new ConfigError(`Invalid configuration: ${name} must be the service root, without /v1`)
+    // The OpenAPI document, served without a key, lists it, and Location headers start with it.
+    if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
     config[name] = url
   }
   return Object.freeze(config)

@@ -51,13 +51,21 @@ test('an invalid value is a one-line error naming the variable', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ PUBLIC_BASE_URL: 'pets.example.com' }, 'PUBLIC_BASE_URL'],
-    [{ PUBLIC_BASE_URL: 'https://pets.example.com/v1' }, 'PUBLIC_BASE_URL']
+    [{ PUBLIC_BASE_URL: 'https://pets.example.com/v1' }, 'PUBLIC_BASE_URL'],
+    // The OpenAPI document, served without a key, lists these URLs: a password in one would be published.
+    [{ PUBLIC_BASE_URL: 'https://u:s3cretPW@pets.example.com' }, 'PUBLIC_BASE_URL'],
+    [{ STAGING_BASE_URL: 'https://s3cretPW@staging.example.com' }, 'STAGING_BASE_URL'],
+    // Integers in decimal digits, as the README says: not hexadecimal, an exponent or a fraction.
+    [{ RATE_LIMIT_PER_MINUTE: '0x10' }, 'RATE_LIMIT_PER_MINUTE'],
+    [{ DATABASE_CONNECT_TIMEOUT_MS: '1e3' }, 'DATABASE_CONNECT_TIMEOUT_MS'],
+    [{ PORT: ' 8080' }, 'PORT']
   ]
   for (const [env, name] of cases) {
     assert.throws(() => loadConfig(env), (error: Error) => {
       assert.ok(error instanceof ConfigError)
       assert.ok(error.message.includes(name), error.message)
       assert.ok(!error.message.includes('\n'))
+      assert.ok(!error.message.includes('s3cretPW'), error.message)
       return true
     })
   }
