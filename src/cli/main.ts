@@ -186,11 +186,21 @@ at line 1, column 212" in JSON) and reason; --errors FILE writes them all. A CSV
 are fixed, imports as it is (its line and error columns are ignored); from a JSON Lines report,
 jq -s 'map(.row)' rejected.jsonl > retry.json gives a file to import.
 Each batch is one transaction: after a store failure nothing of that batch is stored, and later
-batches are not tried.
-Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected or the store failed,
-2 the file cannot be read or is not a JSON array or CSV with a name,categoryId[,status] header.`)
+batches are not tried. SIGTERM or Ctrl-C stops the import after the batch under way, saying which
+rows were not stored (a second one stops it at once).
+Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected, the store failed or
+the import was stopped, 2 the file cannot be read or is not a JSON array or CSV with a
+name,categoryId[,status] header.`)
     .action(async (file: string, options: PetsImportOptions) => {
-      if (!await runPetsImport(withStore, file, options)) process.exitCode = EXIT_FAILURE
+      // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second one, at once.
+      const stop = new AbortController()
+      const stopImport = () => { stop.abort() }
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, stopImport)
+      try {
+        if (!await runPetsImport(withStore, file, options, stop.signal)) process.exitCode = EXIT_FAILURE
+      } finally {
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeListener(signal, stopImport)
+      }
     })
 
   return program

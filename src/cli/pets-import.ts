@@ -25,7 +25,7 @@ const SHOWN_REJECTIONS = 20
  * `petstore pets import FILE`: prints the first rejected rows with their position and reason, then a
  * summary in counts. Resolves true when every row was stored (or, with --dry-run, is valid).
  */
-export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions): Promise<boolean> {
+export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions, signal?: AbortSignal): Promise<boolean> {
   const format = options.format ?? formatOfFile(file)
   if (format === undefined) throw new ImportUsageError(`cannot tell the format of ${file}: name it .json or .csv, or pass --format`)
   let bytes: Buffer
@@ -49,7 +49,7 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
     console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
     // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
     const progress = createProgress(read.rows.length, options.dryRun ? 'Checked' : 'Processed')
-    const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, onProgress: (done) => progress.update(done) }))
+    const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, signal, onProgress: (done) => progress.update(done) }))
     progress.stop()
 
     const rejected = [...read.rejected, ...report.rejected].sort(inFileOrder)
@@ -67,7 +67,10 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
       console.log(`Store failure: the batch from ${describePosition(first)} to ${describePosition(last)} was not stored: ${reason}`)
       if (report.notTried.first !== undefined) console.log(`Not tried after the failure: ${count(report.notTried.count, 'valid row')}, from ${describePosition(report.notTried.first)} to the end.`)
     }
-    return rejected.length === 0 && report.failedBatch === undefined
+    if (report.stopped) {
+      console.log(`Stopped (SIGTERM or Ctrl-C) after the batch under way: ${count(report.notTried.count, 'valid row')} not stored, from ${describePosition(report.notTried.first!)} to the end.`)
+    }
+    return rejected.length === 0 && report.failedBatch === undefined && !report.stopped
   } finally {
     await errorsFile?.close()
   }

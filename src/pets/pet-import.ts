@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { apiValidatorCompiler } from '../api-validator.js'
 import type { PetStore } from '../store/pet-store.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
@@ -11,6 +12,8 @@ export interface ImportOptions {
   dryRun: boolean
   /** Called after each batch with the number of rows handled so far. */
   onProgress?: (rowsDone: number) => void
+  /** Once aborted, no batch after the one under way is stored. */
+  signal?: AbortSignal
 }
 
 export interface ImportReport {
@@ -19,17 +22,19 @@ export interface ImportReport {
   rejected: RejectedRow[]
   /** The batch the store refused, when one was: nothing of it was stored, and no later batch was tried. */
   failedBatch?: { first: RowPosition, last: RowPosition, reason: string }
-  /** The valid rows after a failed batch, which were not tried: how many, and the first. */
+  /** The valid rows after a failed batch, or after the import was stopped, which were not tried: how many, and the first. */
   notTried: { count: number, first?: RowPosition }
+  /** Whether the import was stopped (`signal`) before its last batch. */
+  stopped: boolean
 }
 
 /**
  * Validates each row exactly as createPet validates a body (the same compiled schema, formats and
  * exact int64), then stores the valid ones in batches, one transaction each.
  */
-export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize, dryRun, onProgress }: ImportOptions): Promise<ImportReport> {
+export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize, dryRun, onProgress, signal }: ImportOptions): Promise<ImportReport> {
   const validate = apiValidatorCompiler({ schema: NewPet, method: 'POST', url: '/v1/pets', httpPart: 'body' })
-  const report: ImportReport = { stored: 0, rejected: [], notTried: { count: 0 } }
+  const report: ImportReport = { stored: 0, rejected: [], notTried: { count: 0 }, stopped: false }
 
   for (let start = 0; start < rows.length; start += batchSize) {
     const batch: NewPet[] = []
@@ -37,7 +42,8 @@ export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize
       if (validate(value) === true) batch.push(value as NewPet)
       else report.rejected.push({ position, reason: formatValidationErrors(validate.errors ?? [], 'row').message, source })
     }
-    if (report.failedBatch !== undefined) {
+    if (signal?.aborted === true && report.failedBatch === undefined) report.stopped = true
+    if (report.failedBatch !== undefined || report.stopped) {
       report.notTried.count += batch.length
       report.notTried.first ??= rows[start]!.position
       continue
@@ -52,6 +58,8 @@ export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize
       report.failedBatch = { first: rows[start]!.position, last: last.position, reason: error instanceof Error ? error.message : String(error) }
     }
     onProgress?.(Math.min(start + batchSize, rows.length))
+    // A batch stored on this thread (SQLite) leaves the event loop no turn to hear a signal by.
+    if (signal !== undefined) await nextTurn()
   }
   // Only a hint to the planner, which autovacuum gives within a minute anyway: its failure (a store
   // that stopped answering after the last batch) must not report stored pets as failed.

@@ -9,6 +9,7 @@ import { sql } from 'kysely'
 import { isPostgres } from '../../src/db/dialect.js'
 import type { Db } from '../../src/db/database.js'
 import { createTestStore, forEachStore, tempDir } from '../helper.js'
+import { runPetsImport } from '../../src/cli/pets-import.js'
 import { CLI, runCli } from '../process.js'
 
 async function storedPets (db: Db): Promise<Array<[string, string, string]>> {
@@ -121,6 +122,28 @@ forEachStore((store) => {
     assert.match(result.stdout, /^line 10: `categoryId` must be/m, 'rows after the failure are still checked')
     assert.deepEqual((await storedPets(db)).map(([name]) => name), ['a', 'b', 'c'])
   })
+})
+
+test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and says what was not stored', async (t) => {
+  const { store } = await createTestStore(t)
+  const dir = tempDir(t)
+  const file = join(dir, 'pets.csv')
+  writeFileSync(file, ['name,categoryId', ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => `${name},1`)].join('\n'))
+  const stop = new AbortController()
+  // Stopped while the second batch is being stored: it is stored whole, and the third is not tried.
+  let batches = 0
+  const pets = Object.create(store.pets) as typeof store.pets
+  pets.insertMany = async (batch) => {
+    if (++batches === 2) stop.abort()
+    return await store.pets.insertMany(batch)
+  }
+  const printed: string[] = []
+  t.mock.method(console, 'log', (line: string) => { printed.push(line) })
+  const done = await runPetsImport(async (work) => await work({ ...store, pets }), file, { batchSize: 3, dryRun: false }, stop.signal)
+  assert.equal(done, false)
+  assert.ok(printed.includes('Stored: 6 pets.'), printed.join('\n'))
+  assert.ok(printed.includes('Stopped (SIGTERM or Ctrl-C) after the batch under way: 1 valid row not stored, from line 8 to the end.'), printed.join('\n'))
+  assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c', 'd', 'e', 'f'])
 })
 
 test('an unusable file is one clear line and exit 2', async (t) => {
