@@ -13,6 +13,20 @@ export function collectScope (scope: string, scopes: string[] = []): string[] {
   return [...scopes, scope]
 }
 
+const MAX_KEY_NAME_CHARS = 100
+
+/**
+ * `--name`: 1 to 100 characters once trimmed, without control characters, as `keys list` prints it
+ * to a terminal: a line break or an escape sequence in a name would forge the table.
+ */
+export function parseKeyName (text: string): string {
+  const name = text.trim()
+  if (name === '' || [...name].length > MAX_KEY_NAME_CHARS || /\p{Cc}/u.test(name)) {
+    throw new InvalidArgumentError(`a key name is 1 to ${MAX_KEY_NAME_CHARS} characters, without control characters`)
+  }
+  return name
+}
+
 /** `--expires-in` and `--overlap`: an integer and one unit of s, m, h or d; in milliseconds. */
 export function parseDurationOption (text: string): number {
   const ms = parseDuration(text)

@@ -16,7 +16,7 @@ import type { Store } from '../store/store.js'
 import packageJson from '../../package.json' with { type: 'json' }
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
-import { collectScope, expiryOf, parseDurationOption, parseInstant, parseOverlap, type LifetimeOptions } from './key-options.js'
+import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
@@ -82,7 +82,7 @@ function buildProgram (): Command {
 
   keys.command('create')
     .description('create an API key and print it once, alone on the last line')
-    .requiredOption('--name <name>', 'what the key is for, e.g. "billing service"')
+    .requiredOption('--name <name>', 'what the key is for, e.g. "billing service": 1 to 100 characters', parseKeyName)
     .option('--scope <scope>', `what the key may do, repeatable: ${SCOPES.join(', ')}, *:read (every read scope) or * (every scope, the default)`, collectScope)
     .option('--expires-in <duration>', 'the key stops working after this long: an integer and s, m, h or d (90d)', parseDurationOption)
     .option('--expires-at <time>', 'the key stops working at this RFC 3339 time (2027-03-01T00:00:00Z)', parseInstant)

@@ -81,7 +81,12 @@ forEachStore((store) => {
       [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/],
       [['keys', 'rotate', '1', '--overlap', '30s'], /an overlap is at least 1m/],
       [['keys', 'create', '--name', 'x', '--expires-at', '2099-02-30T00:00:00Z'], /RFC 3339/],
-      [['keys', 'rotate', '9223372036854775808'], /an API key id is a positive integer/]
+      [['keys', 'rotate', '9223372036854775808'], /an API key id is a positive integer/],
+      // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
+      [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters, without control characters/],
+      [['keys', 'create', '--name', 'x'.repeat(101)], /a key name is 1 to 100 characters/],
+      [['keys', 'create', '--name', 'billing\nservice'], /without control characters/],
+      [['keys', 'create', '--name', 'red \u001b[31mkey'], /without control characters/]
     ]
     for (const [args, message] of cases) {
       const result = await runCli(args, env)
