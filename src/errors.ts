@@ -23,7 +23,7 @@ export const ERROR_CATALOG = {
   pet_not_available: { status: 409, meaning: 'Experimental orders: the pet is not `available` (another order holds it, or it is sold)' },
   invalid_transition: { status: 409, meaning: 'Experimental orders: the order cannot move from its status to the one asked; nothing changed' },
   payload_too_large: { status: 413, meaning: 'The body is larger than 16 KiB' },
-  uri_too_long: { status: 414, meaning: 'A path segment is longer than 8,192 characters' },
+  uri_too_long: { status: 414, meaning: 'A path parameter (an id) is longer than 8,192 characters' },
   unsupported_media_type: { status: 415, meaning: 'The body is not `application/json` in UTF-8, or comes in a content coding (gzip, say)' },
   idempotency_key_reused: { status: 422, meaning: 'The `Idempotency-Key` was used before with a different body' },
   webhook_url_refused: { status: 422, meaning: 'Beta webhooks: the URL is not https, holds credentials, port 0 or a fragment, or names or resolves to an address that is not public' },
