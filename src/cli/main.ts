@@ -19,6 +19,9 @@ import { commandName } from './command-name.js'
 import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
 
+/** What stops a command: a terminal's Ctrl-C, a process manager's SIGTERM. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const
+
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
 const EXIT_FAILURE = 1
 const EXIT_USAGE = 2
@@ -195,11 +198,11 @@ name,categoryId[,status] header.`)
       // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second one, at once.
       const stop = new AbortController()
       const stopImport = () => { stop.abort() }
-      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, stopImport)
+      for (const signal of STOP_SIGNALS) process.once(signal, stopImport)
       try {
         if (!await runPetsImport(withStore, file, options, stop.signal)) process.exitCode = EXIT_FAILURE
       } finally {
-        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeListener(signal, stopImport)
+        for (const signal of STOP_SIGNALS) process.removeListener(signal, stopImport)
       }
     })
 

@@ -199,27 +199,18 @@ test('a body in a transfer coding other than chunked is a 400 naming it, not rea
   }
 })
 
-test('a create with more than one Idempotency-Key is a 400, not a create under the keys joined', async (t) => {
+test('a request with a header twice that must come once is a 400, and creates nothing', async (t) => {
   const testApp = await build(t)
-  const { socket, received } = await openRawConnection(testApp)
-  const body = '{"name":"Rex","categoryId":1}'
-  socket.end(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
-    `Idempotency-Key: k1\r\nidempotency-key: k2\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
-  await once(socket, 'close')
-  const [head, answer] = received().split('\r\n\r\n')
-  assert.match(head!, /^HTTP\/1\.1 400 /, answer)
-  assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'The request has 2 Idempotency-Key headers; send one', status: 400 })
+  // A proxy in front may read the body as the other Content-Type; Node would join the keys into one (`k1, k2`).
+  for (const [name, lines] of [['Content-Type', 'content-type: text/plain\r\n'], ['Idempotency-Key', 'Idempotency-Key: k1\r\nidempotency-key: k2\r\n']]) {
+    const { socket, received } = await openRawConnection(testApp)
+    const body = '{"name":"Rex","categoryId":1}'
+    socket.end(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+      `${lines}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+    await once(socket, 'close')
+    const [head, answer] = received().split('\r\n\r\n')
+    assert.match(head!, /^HTTP\/1\.1 400 /, answer)
+    assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: `The request has 2 ${name} headers; send one`, status: 400 })
+  }
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
-})
-
-test('a request with more than one Content-Type is a 400: a proxy may read the body as the other type', async (t) => {
-  const testApp = await build(t)
-  const { socket, received } = await openRawConnection(testApp)
-  const body = '{"name":"Rex","categoryId":1}'
-  socket.end(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
-    `content-type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
-  await once(socket, 'close')
-  const [head, answer] = received().split('\r\n\r\n')
-  assert.match(head!, /^HTTP\/1\.1 400 /, answer)
-  assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'The request has 2 Content-Type headers; send one', status: 400 })
 })

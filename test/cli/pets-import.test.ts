@@ -6,10 +6,10 @@ import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { parse as parseCsv } from 'csv-parse/sync'
 import { sql } from 'kysely'
+import { runPetsImport } from '../../src/cli/pets-import.js'
 import { isPostgres } from '../../src/db/dialect.js'
 import type { Db } from '../../src/db/database.js'
 import { createTestStore, forEachStore, tempDir } from '../helper.js'
-import { runPetsImport } from '../../src/cli/pets-import.js'
 import { CLI, runCli } from '../process.js'
 
 async function storedPets (db: Db): Promise<Array<[string, string, string]>> {
