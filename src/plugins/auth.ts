@@ -4,6 +4,7 @@ import { EXPIRED, type ApiKeyVerifier, type KeyCheck, type VerifiedKey } from '.
 import type { Scope } from '../api-keys/scopes.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
+import { countHeaderLines, repeatedHeader } from '../header-lines.js'
 import type { RateLimiter } from './rate-limit.js'
 
 declare module 'fastify' {
@@ -81,6 +82,11 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
   }
 
   app.addHook('onRequest', (request, reply, done) => {
+    const authorizations = request.headers.authorization === undefined ? 0 : countHeaderLines(request.raw.rawHeaders, 'authorization')
+    if (authorizations > 1) {
+      done(repeatedHeader('Authorization', authorizations))
+      return
+    }
     const token = bearerToken(request.headers.authorization)
     // The hot path, without a promise: a key verified in the last seconds, counted in memory.
     const key: KeyCheck = token === undefined ? undefined : verifier.verifyCached(token)

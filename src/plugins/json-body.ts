@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
+import { countHeaderLines, repeatedHeader } from '../header-lines.js'
 import { parseExactNumber } from '../validation/exact-number.js'
 import { JsonSyntaxError, readJsonTokens } from '../validation/json-tokens.js'
 
@@ -73,26 +74,6 @@ function unsupportedContentCoding (coding: string): ApiError {
  */
 function unsupportedTransferCoding (codings: string): ApiError {
   return new ApiError(400, 'bad_request', `Transfer-Encoding ${codings} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
-}
-
-/**
- * How many lines of the header `name` (lower case) `rawHeaders` holds. Of several Content-Type lines
- * Node keeps the first, where a proxy in front may go by the last, and so see a body of another type
- * than the one read here; several Idempotency-Key lines it joins into one key (`k1, k2`). A loop
- * rather than `headersDistinct`, which would build an array for every header of every create.
- */
-function countHeaderLines (rawHeaders: string[], name: string): number {
-  let count = 0
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const line = rawHeaders[i]!
-    if (line.length === name.length && line.toLowerCase() === name) count++
-  }
-  return count
-}
-
-/** The 400 of a header sent more than once that must be sent once. */
-function repeatedHeader (name: string, count: number): ApiError {
-  return new ApiError(400, 'bad_request', `The request has ${count} ${name} headers; send one`)
 }
 
 /**

@@ -201,8 +201,15 @@ test('a body in a transfer coding other than chunked is a 400 naming it, not rea
 
 test('a request with a header twice that must come once is a 400, and creates nothing', async (t) => {
   const testApp = await build(t)
-  // A proxy in front may read the body as the other Content-Type; Node would join the keys into one (`k1, k2`).
-  for (const [name, lines] of [['Content-Type', 'content-type: text/plain\r\n'], ['Idempotency-Key', 'Idempotency-Key: k1\r\nidempotency-key: k2\r\n']]) {
+  // A proxy in front may read the body as the other Content-Type, route by the other Host or check the
+  // other key: Node keeps the first of each; it would join the Idempotency-Keys into one (`k1, k2`).
+  const repeated = [
+    ['Content-Type', 'content-type: text/plain\r\n'],
+    ['Idempotency-Key', 'Idempotency-Key: k1\r\nidempotency-key: k2\r\n'],
+    ['Host', 'host: other.example\r\n'],
+    ['Authorization', 'authorization: Bearer ps_other\r\n']
+  ]
+  for (const [name, lines] of repeated) {
     const { socket, received } = await openRawConnection(testApp)
     const body = '{"name":"Rex","categoryId":1}'
     socket.end(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
@@ -213,4 +220,9 @@ test('a request with a header twice that must come once is a 400, and creates no
     assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: `The request has 2 ${name} headers; send one`, status: 400 })
   }
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
+  // Host on every path, behind a key or not (RFC 9112, section 3.2).
+  const { socket, received } = await openRawConnection(testApp)
+  socket.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: other.example\r\n\r\n')
+  await once(socket, 'close')
+  assert.match(received(), /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"The request has 2 Host headers; send one","status":400\}$/)
 })
