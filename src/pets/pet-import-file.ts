@@ -131,6 +131,8 @@ function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[
         if (unknown.length > 0 || !header.includes('name') || !header.includes('categoryId')) {
           throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${header.join(',')})`)
         }
+        const repeated = header.find((column, index) => header.indexOf(column) !== index)
+        if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${header.join(',')})`)
         csvHeader = header
         return header
       },
@@ -149,6 +151,8 @@ function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[
     if (error instanceof ImportFileError) throw error
     throw new ImportFileError(`the file is not readable CSV: ${error instanceof Error ? error.message : String(error)}`)
   }
+  // An empty file would import nothing and succeed, as if it were the file meant.
+  if (csvHeader.length === 0) throw new ImportFileError('the file has no CSV header: its first line must name the columns name, categoryId and optionally status')
   const rows = records.map(({ record, info, raw }) => ({
     position: { line: startLine(info.lines, raw) },
     value: csvRecordToBody(record),

@@ -154,6 +154,9 @@ test('an unusable file is one clear line and exit 2', async (t) => {
     ['broken.json', '[{"name": ', /is not valid JSON: the text ends before the JSON value is complete at line 1, column 11$/m],
     ['unclosed.json', '[\n  {"name": "Rex", "categoryId": 1}\n  {"name": "Tom"}\n]', /is not valid JSON: unexpected "\{" where a "," or a closing bracket was expected at line 3, column 3$/m],
     ['header.csv', 'nom,categoryId\nRex,1\n', /the CSV header must name the columns name, categoryId and optionally status, .* \(got nom,categoryId\)/],
+    // Read as they were, the last of two name columns would have named every pet.
+    ['twice.csv', 'name,categoryId,name\nRex,1,Tom\n', /the CSV header names the column name more than once \(got name,categoryId,name\)$/m],
+    ['empty.csv', '\n\n', /the file has no CSV header: its first line must name the columns name, categoryId and optionally status$/m],
     ['pets.txt', 'name,categoryId\n', /cannot tell the format of .*pets\.txt/]
   ]
   for (const [name, text, message] of cases) {
