@@ -193,5 +193,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
     config[name] = url
   }
+  // The API binds every address by default: on its port, the metrics' listener failed as if another process held it.
+  if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {
+    throw new ConfigError(`Invalid configuration: METRICS_PORT is ${config.METRICS_PORT}, the port of the API (PORT); the metrics need a port of their own`)
+  }
   return Object.freeze(config)
 }

@@ -39,9 +39,13 @@ test('a configuration error names the variable, the value received and what is a
     [{ REDIS_URL: 'redis://:s3cret@cache:port' }, 'Invalid configuration: REDIS_URL is "redis://:***@cache:port"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     [{ REDIS_URL: 'redis://cache:6379/notadb' }, 'Invalid configuration: REDIS_URL is "redis://cache:6379/notadb"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
-    'a URL (its port a number up to 65535), with no path or a database number (/0)']
+    'a URL (its port a number up to 65535), with no path or a database number (/0)'],
+    // Its listener failed as if another process held the port.
+    [{ METRICS_PORT: '8080' }, 'Invalid configuration: METRICS_PORT is 8080, the port of the API (PORT); the metrics need a port of their own'],
+    [{ PORT: '9000', METRICS_PORT: '9000' }, 'Invalid configuration: METRICS_PORT is 9000, the port of the API (PORT); the metrics need a port of their own']
   ]
   for (const [env, message] of cases) assert.throws(() => loadConfig(env), { name: 'ConfigError', message })
+  assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).METRICS_PORT, 0, 'two ports the system picks are two ports')
 })
 
 test('an invalid value is a one-line error naming the variable', () => {
