@@ -36,6 +36,14 @@ const DEFAULTS = storeOptionsFrom(loadConfig({}))
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
   const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, clock = systemClock, log = SILENT } = options
-  if (databaseUrl.startsWith(SQLITE_PREFIX)) return openSqliteStore(databaseUrl.slice(SQLITE_PREFIX.length), { durability, clock, log })
+  if (databaseUrl.startsWith(SQLITE_PREFIX)) {
+    const path = databaseUrl.slice(SQLITE_PREFIX.length)
+    try {
+      return openSqliteStore(path, { durability, clock, log })
+    } catch (error) {
+      // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
+      throw new Error(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    }
+  }
   return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })
 }

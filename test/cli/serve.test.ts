@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { forEachStore, tempDir } from '../helper.js'
 import { CLI, runCli, startServer } from '../process.js'
@@ -131,6 +133,16 @@ test('a port in use is one line naming the port and the setting to change, and e
   const metrics = await runCli(['serve'], { ...env, PORT: '0', METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' })
   assert.equal(metrics.code, 2)
   assert.match(metrics.stderr, /set METRICS_PORT to a free port/)
+})
+
+test('a SQLite store that cannot be opened is one line naming its path, from serve and the CLI alike', async (t) => {
+  const notAStore = join(tempDir(t), 'notes.db')
+  writeFileSync(notAStore, 'notes, not a SQLite database\n'.repeat(100))
+  for (const args of [['serve'], ['keys', 'list']]) {
+    const result = await runCli(args, { DATABASE_URL: `sqlite:${notAStore}`, PORT: '0', HOST: '127.0.0.1' })
+    assert.equal(result.code, 1, result.stderr)
+    assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${notAStore}: file is not a database\n`, args.join(' '))
+  }
 })
 
 test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
