@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import type { TestContext } from 'node:test'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+// A CommonJS module: its function is `default` of the module object TypeScript sees.
+import ajvFormats from 'ajv-formats'
 import { OpenAPIBackend, SetMatchType, type Document } from 'openapi-backend'
 import { GENERAL_HEADERS, STABILITY_HEADER } from '../src/openapi/response-headers.js'
 
@@ -26,8 +28,13 @@ function validatorFor (document: object): Promise<OpenAPIBackend> {
       ignoreTrailingSlashes: false,
       strict: true,
       quick: true,
-      // Bodies reach the validator through JSON.parse, which rounds int64's largest value up to 2^63.
-      customizeAjv: (ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) && Math.abs(value) <= 2 ** 63 })
+      customizeAjv: (ajv) => {
+        // Bodies reach the validator through JSON.parse, which rounds int64's largest value up to 2^63.
+        ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) && Math.abs(value) <= 2 ** 63 })
+        // Unknown to openapi-backend's Ajv, these formats were ignored, with a warning per schema.
+        ajvFormats.default(ajv, ['date-time', 'uri-reference'])
+        return ajv
+      }
     })
     validator = api.init()
     validators.set(text, validator)
