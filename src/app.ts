@@ -27,13 +27,13 @@ import auth from './plugins/auth.js'
 import connectionLimit from './plugins/connection-limit.js'
 import routeNotices from './plugins/route-notices.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
-import hostHeader from './plugins/host-header.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
 import metricsPlugin from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import pipelinedRequests from './plugins/pipelined-requests.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
+import requestHead from './plugins/request-head.js'
 import securityHeaders from './plugins/security-headers.js'
 import shutdown from './plugins/shutdown.js'
 import writeCoalescing from './plugins/write-coalescing.js'
@@ -132,7 +132,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     // Node enforces the header and request timeouts on a sweep every 30 s by default: check each
     // second, or more often for a shorter timeout.
-    // A request without Host is answered by the host-header plugin, in the Error shape.
+    // A request without Host is answered by the request-head plugin, in the Error shape.
     http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4), requireHostHeader: false },
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
@@ -149,7 +149,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   app.setSerializerCompiler(apiSerializerCompiler)
   await app.register(errorHandler, { outageReportMs })
   await app.register(shutdown)
-  await app.register(hostHeader)
+  await app.register(requestHead)
   await app.register(metricsPlugin, { metrics })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)

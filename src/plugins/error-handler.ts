@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, type ErrorCode } from '../errors.js'
+import { ApiError, type ErrorBody, type ErrorCode } from '../errors.js'
 import { OutageLog } from '../outage-log.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import { unsupportedMediaType } from './json-body.js'
@@ -154,8 +154,20 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
     return
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const body = JSON.stringify({ code: CODE_BY_STATUS[status], message: STATUS_CODES[status], status })
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
+  endWithError(socket, { code: CODE_BY_STATUS[status]!, message: STATUS_CODES[status]!, status })
+}
+
+const NO_TUNNEL = new ApiError(400, 'bad_request', 'CONNECT is not served: this server is an API, not a proxy').toBody()
+
+/** Answers CONNECT, which Node hands over as a socket to tunnel: without this, it closes the connection without an answer. */
+function answerConnect (_request: IncomingMessage, socket: Socket): void {
+  endWithError(socket, NO_TUNNEL)
+}
+
+/** Writes an answer with the Error body to the socket itself, where there is no request to answer through, and closes the connection. */
+function endWithError (socket: Socket, error: ErrorBody): void {
+  const body = JSON.stringify(error)
+  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }
 
@@ -174,6 +186,7 @@ export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) =
   app.decorate('outageLog', outageLog)
   app.addHook('onClose', async () => { outageLog.close() })
   app.server.on('checkExpectation', answerUnmetExpectation)
+  app.server.on('connect', answerConnect)
   app.setErrorHandler(sendError)
   app.setNotFoundHandler(answerNotFound)
   // A path or method the API does not serve is answered before the body is read: the 404 or 405

@@ -162,6 +162,19 @@ test('an Expect header other than 100-continue is a 417 Error body, which Node w
   }
 })
 
+test('CONNECT, which asks a proxy for a tunnel, is a 400 Error body, where Node would close the connection without a word', async (t) => {
+  const testApp = await build(t)
+  for (const target of ['127.0.0.1:443', '/v1/pets']) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: 127.0.0.1:443\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+    await once(socket, 'close')
+    const [head, body] = received().split('\r\n\r\n')
+    assert.match(head!, /^HTTP\/1\.1 400 /, target)
+    assert.match(head!, /\r\nconnection: close(\r\n|$)/i)
+    assert.deepEqual(JSON.parse(body!), { code: 'bad_request', message: 'CONNECT is not served: this server is an API, not a proxy', status: 400 })
+  }
+})
+
 test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node would send empty', async (t) => {
   const testApp = await build(t)
   for (const path of ['/v1/pets', '/healthz']) {
@@ -178,6 +191,19 @@ test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node 
   socket.end(`GET /v1/pets HTTP/1.0\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
   await once(socket, 'close')
   assert.match(received(), /^HTTP\/1\.1 200 /)
+})
+
+test('an HTTP/1.0 request with Transfer-Encoding is a 400, its framing taken as faulty (RFC 9112, section 6.1), and creates nothing', async (t) => {
+  const testApp = await build(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const { socket, received } = await openRawConnection(testApp)
+  socket.end(`POST /v1/pets HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
+  await once(socket, 'close')
+  const [head, answer] = received().split('\r\n\r\n')
+  assert.match(head!, /^HTTP\/1\.1 400 /, answer)
+  assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length', status: 400 })
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
 })
 
 test('a body in a transfer coding other than chunked is a 400 naming it, not read as JSON', async (t) => {

@@ -30,9 +30,10 @@ test('answers carry security headers and no X-Powered-By, errors included', asyn
   }
 })
 
-test('answers Node gives before the app (malformed HTTP, an Expect it cannot meet) carry the security headers too', async (t) => {
+test('answers Node gives before the app (malformed HTTP, an Expect it cannot meet, CONNECT) carry the security headers too', async (t) => {
   const testApp = await build(t)
-  for (const raw of ['GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n']) {
+  const raws = ['GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n', 'CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n']
+  for (const raw of raws) {
     const { socket, received } = await openRawConnection(testApp)
     socket.write(raw)
     await once(socket, 'close')

@@ -1,0 +1,31 @@
+import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
+import { countHeaderLines, repeatedHeader } from '../header-lines.js'
+
+const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header')
+const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length')
+
+/**
+ * What HTTP/1.1 (RFC 9112) asks a server to refuse in a request's head, and Node lets through or
+ * answers without the Error body:
+ * - without a Host header, an HTTP/1.1 request, and with more than one, any (section 3.2). Node's own
+ *   check answers the first with an empty body, so buildApp turns that off (`requireHostHeader`);
+ *   of the second it keeps the first Host, where a proxy in front may route by the last;
+ * - an HTTP/1.0 request with Transfer-Encoding, whose framing must be taken as faulty (section 6.1):
+ *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not.
+ */
+export default fp(async (app) => {
+  app.addHook('onRequest', ({ raw }, _reply, done) => {
+    const http10 = raw.httpVersionMajor === 1 && raw.httpVersionMinor === 0
+    if (http10 && raw.headers['transfer-encoding'] !== undefined) {
+      done(HTTP_1_0_TRANSFER_ENCODING)
+      return
+    }
+    if (raw.headers.host === undefined) {
+      done(http10 ? undefined : HOST_REQUIRED)
+      return
+    }
+    const hosts = countHeaderLines(raw.rawHeaders, 'host')
+    done(hosts > 1 ? repeatedHeader('Host', hosts) : undefined)
+  })
+}, { name: 'request-head' })
