@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
-import { DURATION_PATTERN } from './api-keys/duration.js'
+import { DURATION_PATTERN, DURATION_RULE } from './api-keys/duration.js'
 import { parseTrustedProxies } from './trusted-proxies.js'
 import { DEFAULT_RETRY_SCHEDULE, RETRY_SCHEDULE_PATTERN } from './webhooks/retry-schedule.js'
 
@@ -126,7 +126,7 @@ export class ConfigError extends Error {
 const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false, validateSchema: false })
   .compile<Static<typeof ConfigSchema>>(ConfigSchema)
 
-interface SettingSchema { enum?: string[], type?: string, minimum?: number, maximum?: number, examples?: string[] }
+interface SettingSchema { enum?: string[], type?: string, minimum?: number, maximum?: number, pattern?: string, examples?: string[] }
 
 const INTEGER_VARIABLES = Object.entries(ConfigSchema.properties as Record<string, SettingSchema>).flatMap(([name, { type }]) => type === 'integer' ? [name] : [])
 
@@ -135,6 +135,7 @@ function allowedValues (name: string): string {
   const schema = (ConfigSchema.properties as Record<string, SettingSchema>)[name]!
   if (schema.enum !== undefined) return `one of ${schema.enum.join(', ')}`
   if (schema.type === 'integer') return schema.maximum === undefined ? `an integer of at least ${schema.minimum}` : `an integer from ${schema.minimum} to ${schema.maximum}`
+  if (schema.pattern === DURATION_PATTERN) return DURATION_RULE
   if (schema.examples !== undefined) return `of the form ${schema.examples.join(' or ')}`
   return 'a non-empty string'
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander'
-import { defaultExpiry, parseDuration } from '../api-keys/duration.js'
+import { DURATION_RULE, defaultExpiry, parseDuration } from '../api-keys/duration.js'
 import { scopeList, UnknownScopeError } from '../api-keys/scopes.js'
 
 /** `--scope`, repeatable: each checked as it is read, gathered in order. */
@@ -30,7 +30,7 @@ export function parseKeyName (text: string): string {
 /** `--expires-in` and `--overlap`: an integer and one unit of s, m, h or d; in milliseconds. */
 export function parseDurationOption (text: string): number {
   const ms = parseDuration(text)
-  if (ms === undefined) throw new InvalidArgumentError('a duration is an integer and one unit of s, m, h or d, such as 90d or 24h')
+  if (ms === undefined) throw new InvalidArgumentError(`a duration is ${DURATION_RULE}`)
   return ms
 }
 

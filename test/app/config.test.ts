@@ -40,6 +40,8 @@ test('a configuration error names the variable, the value received and what is a
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     [{ REDIS_URL: 'redis://cache:6379/notadb' }, 'Invalid configuration: REDIS_URL is "redis://cache:6379/notadb"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
+    // Of the form the examples show, but too long: the message said only "of the form 90d or 24h".
+    [{ API_KEY_DEFAULT_TTL: '1000000d' }, 'Invalid configuration: API_KEY_DEFAULT_TTL is "1000000d"; it must be an integer from 1 to 999999 and one unit of s, m, h or d, such as 90d or 24h'],
     // Its listener failed as if another process held the port.
     [{ METRICS_PORT: '8080' }, 'Invalid configuration: METRICS_PORT is 8080, the port of the API (PORT); the metrics need a port of their own'],
     [{ PORT: '9000', METRICS_PORT: '9000' }, 'Invalid configuration: METRICS_PORT is 9000, the port of the API (PORT); the metrics need a port of their own']

@@ -85,7 +85,9 @@ forEachStore((store) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     const cases: Array<[string[], RegExp]> = [
       [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, categories:read, categories:write, orders:read, orders:write, events:read, webhooks:read, webhooks:write, \*, \*:read/],
-      [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer and one unit of s, m, h or d/],
+      [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer from 1 to 999999 and one unit of s, m, h or d/],
+      // Of the form, but too long: the message said only what the form is.
+      [['keys', 'create', '--name', 'x', '--expires-in', '1000000d'], /a duration is an integer from 1 to 999999 and one unit/],
       [['keys', 'create', '--name', 'x', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at 2020-01-01T00:00:00.000Z is already past/],
       [['keys', 'create', '--name', 'x', '--expires-at', 'tomorrow'], /RFC 3339/],
       [['keys', 'create', '--name', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'], /not both/],
