@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { compile as compileTrust } from '@fastify/proxy-addr'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
 import { apiSerializerCompiler } from './api-serializer.js'
 import { apiValidatorCompiler } from './api-validator.js'
@@ -51,6 +52,9 @@ import { WebhookMetrics } from './webhooks/webhook-metrics.js'
 import { countOwedEvents, findOldestOwedPosition } from './webhooks/webhook-queue.js'
 import { webhookRoutes } from './webhooks/webhook.routes.js'
 import { systemNetwork, WebhookTransport, type WebhookNetwork } from './webhooks/webhook-transport.js'
+
+/** The query of an operation that declares none: empty, or a 400 naming what it holds. */
+const NO_QUERY_PARAMETERS = Type.Object({}, { additionalProperties: false })
 
 /** The kind under which the webhook dispatcher's failures to reach the store are logged. */
 export const DISPATCHER_OUTAGE = 'webhook delivery could not reach the store'
@@ -199,6 +203,11 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
 
   await app.register(async (v1) => {
     await v1.register(auth, { verifier, rateLimiter, clock })
+    // An operation takes no query parameter it does not declare, as the lists refuse theirs: one
+    // ignored would be a request not done as asked (`POST /v1/pets?dry_run=true` created).
+    v1.addHook('onRoute', (route) => {
+      if (route.schema?.querystring === undefined) route.schema = { ...route.schema, querystring: NO_QUERY_PARAMETERS }
+    })
     // Every change records its events: this instance's webhooks send them at once.
     const committed = () => { dispatcher.wake() }
     // Unknown paths under /v1 answer only after authentication.

@@ -162,6 +162,22 @@ test('an Expect header other than 100-continue is a 417 Error body, which Node w
   }
 })
 
+test('every operation refuses a query parameter it does not declare, as the lists do: a create sent as a "dry run" creates nothing', async (t) => {
+  const testApp = await build(t)
+  const create = await testApp.app.inject({ method: 'POST', url: '/v1/pets?dry_run=true', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1 } })
+  assert.equal(create.statusCode, 400, create.body)
+  assert.deepEqual(errorOf(create), { code: 'validation_failed', message: 'The query string has an unknown query parameter `dry_run`', status: 400 })
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
+  const created = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1 } })
+  for (const url of [`/v1/pets/${created.json().id}?expand=owner`, '/v1/categories/1?x=']) {
+    const read = await testApp.app.inject({ url, headers: testApp.auth })
+    assert.equal(read.statusCode, 400, url)
+    assert.match(errorOf(read).message, /^The query string has an unknown query parameter `(expand|x)`$/)
+  }
+  // Outside the API, a query changes nothing: a cache-busting one on the health check is answered.
+  assert.equal((await testApp.app.inject({ url: '/healthz?t=1' })).statusCode, 200)
+})
+
 test('CONNECT, which asks a proxy for a tunnel, is a 400 Error body, where Node would close the connection without a word', async (t) => {
   const testApp = await build(t)
   for (const target of ['127.0.0.1:443', '/v1/pets']) {
