@@ -147,6 +147,9 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = limits.maxConnections
+  // Every header line is read, within the 16 KiB a request's headers may take: past Node's default
+  // of 1,000 lines the rest were dropped unseen, a second Authorization or Host line among them.
+  app.server.maxHeadersCount = 0
   const trusted = trustedProxies === undefined ? () => false : compileTrust(trustedProxies)
   await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS, trusted: (address) => trusted(address, 0) })
   app.setValidatorCompiler(apiValidatorCompiler)

@@ -262,6 +262,12 @@ test('a request with a header twice that must come once is a 400, and creates no
     assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: `The request has 2 ${name} headers; send one`, status: 400 })
   }
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
+  // Past 1,000 lines (well within the 16 KiB of headers) Node dropped the rest: the second line got through.
+  const padding = Array.from({ length: 1100 }, (_, i) => `x${i}: y\r\n`).join('')
+  const padded = await openRawConnection(testApp)
+  padded.socket.end(`GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n${padding}Authorization: Bearer ps_other\r\n\r\n`)
+  await once(padded.socket, 'close')
+  assert.match(padded.received(), /^HTTP\/1\.1 400 [^]*"The request has 2 Authorization headers; send one"/)
   // Host on every path, behind a key or not (RFC 9112, section 3.2).
   const { socket, received } = await openRawConnection(testApp)
   socket.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: other.example\r\n\r\n')
