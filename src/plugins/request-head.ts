@@ -3,14 +3,18 @@ import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
 
 const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header')
+const INVALID_HOST = new ApiError(400, 'bad_request', 'The Host header must be a host name or address, with an optional port')
+// RFC 3986's uri-host (an IP literal in brackets, or a registered name or IPv4 address) and an optional port.
+const HOST = /^(?:\[[\dA-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/
 const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length')
 
 /**
  * What HTTP/1.1 (RFC 9112) asks a server to refuse in a request's head, and Node lets through or
  * answers without the Error body:
- * - without a Host header, an HTTP/1.1 request, and with more than one, any (section 3.2). Node's own
- *   check answers the first with an empty body, so buildApp turns that off (`requireHostHeader`);
- *   of the second it keeps the first Host, where a proxy in front may route by the last;
+ * - without a Host header, an HTTP/1.1 request, and with more than one or with a value that is no
+ *   host, any (section 3.2). Node's own check answers the first with an empty body, so buildApp turns
+ *   that off (`requireHostHeader`); of the second it keeps the first Host, where a proxy in front may
+ *   route by the last; the third it lets through;
  * - an HTTP/1.0 request with Transfer-Encoding, whose framing must be taken as faulty (section 6.1):
  *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not.
  */
@@ -26,6 +30,6 @@ export default fp(async (app) => {
       return
     }
     const hosts = countHeaderLines(raw.rawHeaders, 'host')
-    done(hosts > 1 ? repeatedHeader('Host', hosts) : undefined)
+    done(hosts > 1 ? repeatedHeader('Host', hosts) : HOST.test(raw.headers.host) ? undefined : INVALID_HOST)
   })
 }, { name: 'request-head' })
