@@ -44,7 +44,7 @@ export function parseOverlap (text: string): number {
   return ms
 }
 
-const RFC_3339 = /^(\d{4}-\d\d-\d\d)T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/
+const RFC_3339 = /^(\d{4}-\d\d-\d\d)T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/
 
 /** `--expires-at`: an RFC 3339 date and time with its offset, such as 2027-03-01T00:00:00Z. */
 export function parseInstant (text: string): Date {

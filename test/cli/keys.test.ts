@@ -94,6 +94,9 @@ forEachStore((store) => {
       [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/],
       [['keys', 'rotate', '1', '--overlap', '30s'], /an overlap is at least 1m/],
       [['keys', 'create', '--name', 'x', '--expires-at', '2099-02-30T00:00:00Z'], /RFC 3339/],
+      // An offset past 23:59 was "Invalid time value", exit 1.
+      [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-01T00:00:00+25:00'], /RFC 3339/],
+      [['keys', 'rotate', '1', '--expires-at', '2099-01-01T00:00:00+23:60'], /RFC 3339/],
       [['keys', 'rotate', '9223372036854775808'], /an API key id is a positive integer/],
       // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
       [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters, without control characters/],
