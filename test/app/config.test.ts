@@ -42,6 +42,11 @@ test('a configuration error names the variable, the value received and what is a
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     // Of the form the examples show, but too long: the message said only "of the form 90d or 24h".
     [{ API_KEY_DEFAULT_TTL: '1000000d' }, 'Invalid configuration: API_KEY_DEFAULT_TTL is "1000000d"; it must be an integer from 1 to 999999 and one unit of s, m, h or d, such as 90d or 24h'],
+    // Taken as paths, they made folders named after the URL, the password in one of them.
+    [{ DATABASE_URL: 'sqlite://app:s3cret@db/pets.db' }, 'Invalid configuration: DATABASE_URL is "sqlite://app:***@db/pets.db"; ' +
+    'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL'],
+    [{ DATABASE_URL: 'sqlite:file:/tmp/pets.db?mode=ro' }, 'Invalid configuration: DATABASE_URL is "sqlite:file:/tmp/pets.db?mode=ro"; ' +
+    'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL'],
     // Its listener failed as if another process held the port.
     [{ METRICS_PORT: '8080' }, 'Invalid configuration: METRICS_PORT is 8080, the port of the API (PORT); the metrics need a port of their own'],
     [{ PORT: '9000', METRICS_PORT: '9000' }, 'Invalid configuration: METRICS_PORT is 9000, the port of the API (PORT); the metrics need a port of their own']
