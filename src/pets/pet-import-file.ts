@@ -1,5 +1,6 @@
 import { type CsvError, parse as parseCsv } from 'csv-parse/sync'
 import { ApiError } from '../errors.js'
+import { printable } from '../printable.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { JsonSyntaxError, TextPositions, TokenType, readJsonTokens } from '../validation/json-tokens.js'
 
@@ -129,10 +130,10 @@ function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[
       columns: (header: string[]) => {
         const unknown = header.filter((column) => !CSV_COLUMNS.includes(column) && !REPORT_COLUMNS.includes(column))
         if (unknown.length > 0 || !header.includes('name') || !header.includes('categoryId')) {
-          throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${header.join(',')})`)
+          throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${printable(header.join(','))})`)
         }
         const repeated = header.find((column, index) => header.indexOf(column) !== index)
-        if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${header.join(',')})`)
+        if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${printable(header.join(','))})`)
         csvHeader = header
         return header
       },

@@ -30,15 +30,15 @@ forEachStore((store) => {
     assert.ok(!table.stdout.includes(key))
   })
 
-  test('keys list prints the control characters of a name stored before names were checked as escapes, so that it cannot forge the table', async (t) => {
+  test('keys list prints the control and bidirectional characters of a name stored before names were checked as escapes, so that it cannot forge the table', async (t) => {
     const { db, databaseUrl } = await createTestStore(t, store)
-    await createKey(db, 'old\nname \u001b[31mred\u007f')
+    await createKey(db, 'old\nname \u001b[31mred\u007f\u202etxt.exe')
     const table = await runCli(['keys', 'list'], { DATABASE_URL: databaseUrl })
     assert.equal(table.code, 0, table.stderr)
     const lines = table.stdout.trimEnd().split('\n')
     assert.equal(lines.length, 2, table.stdout)
-    assert.match(lines[1]!, /^1 {3}old\\u000aname \\u001b\[31mred\\u007f {2}ps_…/)
-    assert.doesNotMatch(table.stdout, /\p{Cc}(?<!\n)/u)
+    assert.match(lines[1]!, /^1 {3}old\\u000aname \\u001b\[31mred\\u007f\\u202etxt\.exe {2}ps_…/)
+    assert.doesNotMatch(table.stdout, /[\p{Cc}\u202e](?<!\n)/u)
   })
 
   test('keys revoke marks a key revoked; unknown ids fail with exit 1, bad ones with exit 2', async (t) => {

@@ -156,6 +156,8 @@ test('an unusable file is one clear line and exit 2', async (t) => {
     ['header.csv', 'nom,categoryId\nRex,1\n', /the CSV header must name the columns name, categoryId and optionally status, .* \(got nom,categoryId\)/],
     // Read as they were, the last of two name columns would have named every pet.
     ['twice.csv', 'name,categoryId,name\nRex,1,Tom\n', /the CSV header names the column name more than once \(got name,categoryId,name\)$/m],
+    // The file's own text, printed to a terminal: its escape sequences are shown, not run.
+    ['escape.csv', 'name,\u001b[31mcat\nRex,1\n', /\(got name,\\u001b\[31mcat\)$/m],
     ['empty.csv', '\n\n', /the file has no CSV header: its first line must name the columns name, categoryId and optionally status$/m],
     ['pets.txt', 'name,categoryId\n', /cannot tell the format of .*pets\.txt/]
   ]
