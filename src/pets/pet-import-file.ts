@@ -1,7 +1,7 @@
 import { type CsvError, parse as parseCsv } from 'csv-parse/sync'
 import { ApiError } from '../errors.js'
-import { printable } from '../printable.js'
 import { parseJsonBody } from '../plugins/json-body.js'
+import { printable } from '../printable.js'
 import { JsonSyntaxError, TextPositions, TokenType, readJsonTokens } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
