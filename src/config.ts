@@ -180,7 +180,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
     }
   }
-  // better-sqlite3 takes any text for a path: a URL there made folders named after it, a password among them.
+  // SQLite opens any text as a path: a URL there made folders named after it, a password among them.
   if (/^sqlite:(\/\/|file:)/.test(config.DATABASE_URL)) {
     throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; ` +
       'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL')
