@@ -10,6 +10,7 @@ import { SCOPES, scopeList } from '../api-keys/scopes.js'
 import { stoppedClock } from '../clock.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest } from '../db/migrate.js'
+import { printable } from '../printable.js'
 import { INT64_MAX } from '../validation/int64.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
@@ -53,6 +54,7 @@ function buildProgram (): Command {
     .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
     .version(packageJson.version, '-V, --version', 'print the version')
     .showHelpAfterError()
+    .configureOutput({ outputError: (text, write) => { write(printableLines(text)) } })
     .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
     .addHelpText('after', examples(
       `${cmd} serve                              # the API on :8080, SQLite in ./data`,
@@ -214,13 +216,18 @@ function parseBatchSize (text: string): number {
   return Number(text)
 }
 
+/** An error's lines as a terminal should show them: it may quote what was typed or read (a name, a path). */
+function printableLines (text: string): string {
+  return text.split('\n').map(printable).join('\n')
+}
+
 try {
   await buildProgram().parseAsync(process.argv)
 } catch (error) {
   if (error instanceof ConfigError || error instanceof ImportUsageError || error instanceof InvalidArgumentError) {
-    console.error(`petstore: ${error.message}`)
+    console.error(`petstore: ${printableLines(error.message)}`)
     process.exit(EXIT_USAGE)
   }
-  console.error(`petstore: ${error instanceof Error ? error.message : String(error)}`)
+  console.error(`petstore: ${printableLines(error instanceof Error ? error.message : String(error))}`)
   process.exit(EXIT_FAILURE)
 }

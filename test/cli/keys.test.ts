@@ -108,6 +108,8 @@ forEachStore((store) => {
       const result = await runCli(args, env)
       assert.equal(result.code, 2, args.join(' '))
       assert.match(result.stderr, message, args.join(' '))
+      // What was typed is quoted back, its escape sequences shown rather than run by the terminal.
+      assert.ok(!result.stderr.includes('\u001b'), args.join(' '))
     }
     const missing = await runCli(['keys', 'rotate', '9'], env)
     assert.equal(missing.code, 1)

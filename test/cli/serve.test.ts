@@ -136,12 +136,14 @@ test('a port in use is one line naming the port and the setting to change, and e
 })
 
 test('a SQLite store that cannot be opened is one line naming its path, from serve and the CLI alike', async (t) => {
-  const notAStore = join(tempDir(t), 'notes.db')
+  // Its path printed as the terminal should show it: an escape sequence in a file name is not run.
+  const dir = tempDir(t)
+  const notAStore = join(dir, 'notes\u001b[31m.db')
   writeFileSync(notAStore, 'notes, not a SQLite database\n'.repeat(100))
   for (const args of [['serve'], ['keys', 'list']]) {
     const result = await runCli(args, { DATABASE_URL: `sqlite:${notAStore}`, PORT: '0', HOST: '127.0.0.1' })
     assert.equal(result.code, 1, result.stderr)
-    assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${notAStore}: file is not a database\n`, args.join(' '))
+    assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${join(dir, 'notes\\u001b[31m.db')}: file is not a database\n`, args.join(' '))
   }
 })
 
