@@ -16,11 +16,16 @@ const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0
  *   that off (`requireHostHeader`); of the second it keeps the first Host, where a proxy in front may
  *   route by the last; the third it lets through;
  * - an HTTP/1.0 request with Transfer-Encoding, whose framing must be taken as faulty (section 6.1):
- *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not.
+ *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not;
+ * - a request line of another major version (HTTP/2.0), which Node served as HTTP/1.1.
  */
 export default fp(async (app) => {
   app.addHook('onRequest', ({ raw }, _reply, done) => {
-    const http10 = raw.httpVersionMajor === 1 && raw.httpVersionMinor === 0
+    if (raw.httpVersionMajor !== 1) {
+      done(new ApiError(400, 'bad_request', `HTTP/${raw.httpVersion} is not served here: send HTTP/1.1`))
+      return
+    }
+    const http10 = raw.httpVersionMinor === 0
     if (http10 && raw.headers['transfer-encoding'] !== undefined) {
       done(HTTP_1_0_TRANSFER_ENCODING)
       return

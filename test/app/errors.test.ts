@@ -209,6 +209,14 @@ test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node 
   assert.match(received(), /^HTTP\/1\.1 200 /)
 })
 
+test('a request line of another HTTP version than 1.0 and 1.1 is a 400: Node served HTTP/2.0 as if it were 1.1', async (t) => {
+  const testApp = await build(t)
+  const { socket, received } = await openRawConnection(testApp)
+  socket.end('GET /healthz HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n')
+  await once(socket, 'close')
+  assert.match(received(), /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"HTTP\/2\.0 is not served here: send HTTP\/1\.1","status":400\}$/)
+})
+
 test('an HTTP/1.0 request with Transfer-Encoding is a 400, its framing taken as faulty (RFC 9112, section 6.1), and creates nothing', async (t) => {
   const testApp = await build(t)
   const body = '{"name":"Rex","categoryId":1}'
