@@ -285,16 +285,16 @@ test('a request with a header twice that must come once is a 400, and creates no
 
 test('a Host header that is no host name or address (with its port) is a 400 (RFC 9112, section 3.2); every valid form is served', async (t) => {
   const testApp = await build(t)
-  const statusFor = async (host: string) => {
+  const answerTo = async (host: string) => {
     const { socket, received } = await openRawConnection(testApp)
     socket.end(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`)
     await once(socket, 'close')
     return received()
   }
   for (const host of ['a, b', 'a b', 'pets.example/v1', 'user@pets.example', 'pets.example:80a', '[::1']) {
-    assert.match(await statusFor(host), /^HTTP\/1\.1 400 [^]*"The Host header must be a host name or address, with an optional port"/, host)
+    assert.match(await answerTo(host), /^HTTP\/1\.1 400 [^]*"The Host header must be a host name or address, with an optional port"/, host)
   }
   for (const host of ['pets.example', 'pets.example:8080', '127.0.0.1:1', '[::1]:8080', '[2001:db8::1]', 'xn--caf-dma.example', '']) {
-    assert.match(await statusFor(host), /^HTTP\/1\.1 200 /, host)
+    assert.match(await answerTo(host), /^HTTP\/1\.1 200 /, host)
   }
 })
