@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
+import { answerClientError, answerConnect } from '../plugins/error-handler.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**
@@ -47,9 +48,12 @@ export interface MetricsSource {
   contentType: string
 }
 
-/** GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. */
+/**
+ * GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. What
+ * Node answers before a request exists (malformed HTTP, CONNECT) has the Error body, as on the API's port.
+ */
 export function createMetricsServer (registry: MetricsSource): Server {
-  return createServer((request, response) => {
+  const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url !== '/metrics') {
       response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' })
       response.end('{"code":"not_found","message":"Only GET /metrics is served here","status":404}')
@@ -62,4 +66,7 @@ export function createMetricsServer (registry: MetricsSource): Server {
       response.end('{"code":"internal_error","message":"Metrics could not be collected","status":500}')
     })
   })
+  server.on('clientError', answerClientError)
+  server.on('connect', answerConnect)
+  return server
 }

@@ -160,7 +160,7 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
 const NO_TUNNEL = new ApiError(400, 'bad_request', 'CONNECT is not served: this server is an API, not a proxy').toBody()
 
 /** Answers CONNECT, which Node hands over as a socket to tunnel: without this, it closes the connection without an answer. */
-function answerConnect (_request: IncomingMessage, socket: Socket): void {
+export function answerConnect (_request: IncomingMessage, socket: Socket): void {
   endWithError(socket, NO_TUNNEL)
 }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { connect, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -41,6 +42,26 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /process_cpu_user_seconds_total \d/)
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 3/)
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
+})
+
+test('the metrics listener answers CONNECT and malformed HTTP with the Error body, as the API does', async (t) => {
+  const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  const cases = [
+    ['CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n', 'CONNECT is not served: this server is an API, not a proxy'],
+    ['THIS IS NOT HTTP\r\n\r\n', 'Bad Request']
+  ]
+  for (const [raw, message] of cases) {
+    const socket = connect(port, '127.0.0.1')
+    let received = ''
+    socket.on('data', (chunk) => { received += chunk })
+    socket.write(raw!)
+    await once(socket, 'close')
+    assert.match(received, /^HTTP\/1\.1 400 /, raw)
+    assert.ok(received.endsWith(JSON.stringify({ code: 'bad_request', message, status: 400 })), received)
+  }
 })
 
 test('without the process metrics (METRICS_PORT unset) answers and store calls are counted all the same', async (t) => {
