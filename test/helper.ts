@@ -187,6 +187,14 @@ export async function openRawConnection (testApp: TestApp): Promise<{ socket: So
   return { socket, received: () => received }
 }
 
+/** Sends `request` on a connection of its own and ends it; resolves with all the server wrote back, once it closed the connection. */
+export async function exchange (testApp: TestApp, request: string): Promise<string> {
+  const { socket, received } = await openRawConnection(testApp)
+  socket.end(request)
+  await once(socket, 'close')
+  return received()
+}
+
 /** Whether `socket` closes within `ms` (false past it): how the tests see a server close a connection. */
 export async function closesWithin (socket: Socket, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined

@@ -4,7 +4,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { test } from 'node:test'
-import { build, errorOf, forEachStore, openRawConnection } from '../helper.js'
+import { build, errorOf, exchange, forEachStore, openRawConnection } from '../helper.js'
 
 forEachStore((store) => {
   test('an unknown path is a 404 Error body, with or without a key', async (t) => {
@@ -194,37 +194,29 @@ test('CONNECT, which asks a proxy for a tunnel, is a 400 Error body, where Node 
 test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node would send empty', async (t) => {
   const testApp = await build(t)
   for (const path of ['/v1/pets', '/healthz']) {
-    const { socket, received } = await openRawConnection(testApp)
-    socket.end(`GET ${path} HTTP/1.1\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
-    await once(socket, 'close')
-    const [head, body] = received().split('\r\n\r\n')
+    const reply = await exchange(testApp, `GET ${path} HTTP/1.1\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+    const [head, body] = reply.split('\r\n\r\n')
     assert.match(head!, /^HTTP\/1\.1 400 /, path)
     assert.match(head!, /content-type: application\/json; charset=utf-8/i)
     assert.deepEqual(JSON.parse(body!), { code: 'bad_request', message: 'An HTTP/1.1 request must carry a Host header', status: 400 })
   }
   // HTTP/1.0 has no such rule.
-  const { socket, received } = await openRawConnection(testApp)
-  socket.end(`GET /v1/pets HTTP/1.0\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
-  await once(socket, 'close')
-  assert.match(received(), /^HTTP\/1\.1 200 /)
+  const reply = await exchange(testApp, `GET /v1/pets HTTP/1.0\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+  assert.match(reply, /^HTTP\/1\.1 200 /)
 })
 
 test('a request line of another HTTP version than 1.0 and 1.1 is a 400: Node served HTTP/2.0 as if it were 1.1', async (t) => {
   const testApp = await build(t)
-  const { socket, received } = await openRawConnection(testApp)
-  socket.end('GET /healthz HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n')
-  await once(socket, 'close')
-  assert.match(received(), /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"HTTP\/2\.0 is not served here: send HTTP\/1\.1","status":400\}$/)
+  const reply = await exchange(testApp, 'GET /healthz HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n')
+  assert.match(reply, /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"HTTP\/2\.0 is not served here: send HTTP\/1\.1","status":400\}$/)
 })
 
 test('an HTTP/1.0 request with Transfer-Encoding is a 400, its framing taken as faulty (RFC 9112, section 6.1), and creates nothing', async (t) => {
   const testApp = await build(t)
   const body = '{"name":"Rex","categoryId":1}'
-  const { socket, received } = await openRawConnection(testApp)
-  socket.end(`POST /v1/pets HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+  const reply = await exchange(testApp, `POST /v1/pets HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
     `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
-  await once(socket, 'close')
-  const [head, answer] = received().split('\r\n\r\n')
+  const [head, answer] = reply.split('\r\n\r\n')
   assert.match(head!, /^HTTP\/1\.1 400 /, answer)
   assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length', status: 400 })
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
@@ -260,37 +252,26 @@ test('a request with a header twice that must come once is a 400, and creates no
     ['Authorization', 'authorization: Bearer ps_other\r\n']
   ]
   for (const [name, lines] of repeated) {
-    const { socket, received } = await openRawConnection(testApp)
     const body = '{"name":"Rex","categoryId":1}'
-    socket.end(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    const reply = await exchange(testApp, `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
       `${lines}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
-    await once(socket, 'close')
-    const [head, answer] = received().split('\r\n\r\n')
+    const [head, answer] = reply.split('\r\n\r\n')
     assert.match(head!, /^HTTP\/1\.1 400 /, answer)
     assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message: `The request has 2 ${name} headers; send one`, status: 400 })
   }
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
   // Past 1,000 lines (well within the 16 KiB of headers) Node dropped the rest: the second line got through.
   const padding = Array.from({ length: 1100 }, (_, i) => `x${i}: y\r\n`).join('')
-  const padded = await openRawConnection(testApp)
-  padded.socket.end(`GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n${padding}Authorization: Bearer ps_other\r\n\r\n`)
-  await once(padded.socket, 'close')
-  assert.match(padded.received(), /^HTTP\/1\.1 400 [^]*"The request has 2 Authorization headers; send one"/)
+  const padded = await exchange(testApp, `GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n${padding}Authorization: Bearer ps_other\r\n\r\n`)
+  assert.match(padded, /^HTTP\/1\.1 400 [^]*"The request has 2 Authorization headers; send one"/)
   // Host on every path, behind a key or not (RFC 9112, section 3.2).
-  const { socket, received } = await openRawConnection(testApp)
-  socket.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: other.example\r\n\r\n')
-  await once(socket, 'close')
-  assert.match(received(), /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"The request has 2 Host headers; send one","status":400\}$/)
+  const reply = await exchange(testApp, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: other.example\r\n\r\n')
+  assert.match(reply, /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"The request has 2 Host headers; send one","status":400\}$/)
 })
 
 test('a Host header that is no host name or address (with its port) is a 400 (RFC 9112, section 3.2); every valid form is served', async (t) => {
   const testApp = await build(t)
-  const answerTo = async (host: string) => {
-    const { socket, received } = await openRawConnection(testApp)
-    socket.end(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`)
-    await once(socket, 'close')
-    return received()
-  }
+  const answerTo = async (host: string) => await exchange(testApp, `GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`)
   for (const host of ['a, b', 'a b', 'pets.example/v1', 'user@pets.example', 'pets.example:80a', '[::1']) {
     assert.match(await answerTo(host), /^HTTP\/1\.1 400 [^]*"The Host header must be a host name or address, with an optional port"/, host)
   }
