@@ -76,6 +76,9 @@ function unsupportedTransferCoding (codings: string): ApiError {
   return new ApiError(400, 'bad_request', `Transfer-Encoding ${codings} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
 }
 
+/** `identity`, or an empty list (RFC 9110, section 5.6.1): the body is in no content coding. */
+const NO_CONTENT_CODING = new Set(['', 'identity'])
+
 /**
  * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
  * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
@@ -84,7 +87,7 @@ export default fp(async (app) => {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const coding = request.headers['content-encoding']
-    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+    if (coding !== undefined && !NO_CONTENT_CODING.has(coding.trim().toLowerCase())) {
       done(unsupportedContentCoding(coding), undefined)
       return
     }
