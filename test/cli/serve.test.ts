@@ -147,6 +147,20 @@ test('a SQLite store that cannot be opened is one line naming its path, from ser
   }
 })
 
+test('a SQLite store whose folder is a file names that file, from serve and the CLI alike', async (t) => {
+  const dir = tempDir(t)
+  const file = join(dir, 'notes.txt')
+  writeFileSync(file, 'notes\n')
+  // mkdir says EEXIST for the file itself and ENOTDIR below it, naming neither as the cause.
+  for (const path of [join(file, 'petstore.db'), join(file, 'deeper', 'petstore.db')]) {
+    for (const args of [['serve'], ['keys', 'list']]) {
+      const result = await runCli(args, { DATABASE_URL: `sqlite:${path}`, PORT: '0', HOST: '127.0.0.1' })
+      assert.equal(result.code, 1, result.stderr)
+      assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${path}: ${file} is a file, not a folder\n`, args.join(' '))
+    }
+  }
+})
+
 test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
   const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }
   // `script` runs the service on a pseudo-terminal, as a user's shell would.

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
@@ -25,7 +25,7 @@ export class SqliteConnection {
 
   /** `queryOnly` refuses every write on this connection, for one that serves reads alone. */
   constructor (path: string, durability: Durability, { queryOnly = false } = {}) {
-    mkdirSync(dirname(resolve(path)), { recursive: true })
+    makeFolder(dirname(resolve(path)))
     this.#sqlite = new SqliteDatabase(path)
     this.#sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
@@ -88,5 +88,24 @@ export class SqliteConnection {
       this.#statements.set(sql, statement)
     }
     return statement
+  }
+}
+
+/** Makes the store's folder, naming the file that stands in its way, which mkdir's EEXIST and ENOTDIR do not. */
+function makeFolder (folder: string): void {
+  try {
+    mkdirSync(folder, { recursive: true })
+  } catch (error) {
+    const file = fileOnPath(folder)
+    if (file === undefined) throw error
+    throw new Error(`${file} is a file, not a folder`, { cause: error })
+  }
+}
+
+/** The nearest of `folder` and the folders above it that exists, when it is not a folder. */
+function fileOnPath (folder: string): string | undefined {
+  for (let path = folder; ; path = dirname(path)) {
+    if (existsSync(path)) return statSync(path).isDirectory() ? undefined : path
+    if (dirname(path) === path) return undefined
   }
 }
