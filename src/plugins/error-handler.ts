@@ -154,7 +154,10 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
     return
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  endWithError(socket, { code: CODE_BY_STATUS[status]!, message: STATUS_CODES[status]!, status })
+  // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
+  const { reason } = error as { reason?: unknown }
+  const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
+  endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status })
 }
 
 const NO_TUNNEL = new ApiError(400, 'bad_request', 'CONNECT is not served: this server is an API, not a proxy').toBody()

@@ -51,7 +51,7 @@ test('the metrics listener answers CONNECT and malformed HTTP with the Error bod
   const { port } = server.address() as AddressInfo
   const cases = [
     ['CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n', 'CONNECT is not served: this server is an API, not a proxy'],
-    ['THIS IS NOT HTTP\r\n\r\n', 'Bad Request']
+    ['THIS IS NOT HTTP\r\n\r\n', 'The request is not valid HTTP: Invalid method encountered']
   ]
   for (const [raw, message] of cases) {
     const socket = connect(port, '127.0.0.1')

@@ -75,9 +75,17 @@ test('malformed HTTP gets the Error body from the socket layer', async (t) => {
   const tooLarge = await send(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
   assert.match(tooLarge, /^HTTP\/1\.1 431 /)
   assert.match(tooLarge, /\{"code":"header_too_large","message":"[^"]+","status":431\}$/)
-  const garbage = await send('THIS IS NOT HTTP\r\n\r\n')
-  assert.match(garbage, /^HTTP\/1\.1 400 /)
-  assert.match(garbage, /\{"code":"bad_request","message":"[^"]+","status":400\}$/)
+  // The answer says what the parser found (a fixed text of its own, never the request's bytes).
+  const malformed = [
+    ['THIS IS NOT HTTP\r\n\r\n', 'Invalid method encountered'],
+    ['POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 'Duplicate Content-Length'],
+    ['POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n', "Transfer-Encoding can't be present with Content-Length"]
+  ]
+  for (const [raw, found] of malformed) {
+    const answer = await send(raw!)
+    assert.match(answer, /^HTTP\/1\.1 400 /)
+    assert.ok(answer.endsWith(JSON.stringify({ code: 'bad_request', message: `The request is not valid HTTP: ${found}`, status: 400 })), answer)
+  }
 })
 
 test('a client that sends its headers too slowly gets 408 with the Error body', async (t) => {
