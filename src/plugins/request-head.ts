@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
@@ -6,7 +7,18 @@ const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must
 const INVALID_HOST = new ApiError(400, 'bad_request', 'The Host header must be a host name or address, with an optional port')
 // RFC 3986's uri-host (an IP literal in brackets, or a registered name or IPv4 address) and an optional port.
 const HOST = /^(?:\[[\dA-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/
-const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length')
+// Where a body's length is unknown, what follows the head may be its body or a next request: the
+// connection is closed after the answer (RFC 9112, section 6.3).
+const UNKNOWN_LENGTH = { headers: { connection: 'close' } }
+const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length', UNKNOWN_LENGTH)
+const EMPTY_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'The Transfer-Encoding header is empty; send the body chunked or with a Content-Length', UNKNOWN_LENGTH)
+const AFTER_UNKNOWN_LENGTH = new ApiError(400, 'bad_request', 'The connection is closing: a request before this one left the length of its body unknown', UNKNOWN_LENGTH)
+
+// The connections of such requests: Node hands over each request pipelined after one as soon as it
+// is parsed, and what it parsed as one may have been the other's body, sent to get past a proxy in
+// front (request smuggling). None is served (section 9.6); their answers never leave, as the
+// connection closes after the first one.
+const unknownLength = new WeakSet<Socket>()
 
 /**
  * What HTTP/1.1 (RFC 9112) asks a server to refuse in a request's head, and Node lets through or
@@ -16,18 +28,25 @@ const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0
  *   that off (`requireHostHeader`); of the second it keeps the first Host, where a proxy in front may
  *   route by the last; the third it lets through;
  * - an HTTP/1.0 request with Transfer-Encoding, whose framing must be taken as faulty (section 6.1):
- *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not;
+ *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not; and an empty
+ *   Transfer-Encoding, which Node takes for no body, reading the body's bytes as a next request;
  * - a request line of another major version (HTTP/2.0), which Node served as HTTP/1.1.
  */
 export default fp(async (app) => {
   app.addHook('onRequest', ({ raw }, _reply, done) => {
+    if (unknownLength.has(raw.socket)) {
+      done(AFTER_UNKNOWN_LENGTH)
+      return
+    }
     if (raw.httpVersionMajor !== 1) {
       done(new ApiError(400, 'bad_request', `HTTP/${raw.httpVersion} is not served here: send HTTP/1.1`))
       return
     }
     const http10 = raw.httpVersionMinor === 0
-    if (http10 && raw.headers['transfer-encoding'] !== undefined) {
-      done(HTTP_1_0_TRANSFER_ENCODING)
+    const transferCodings = raw.headers['transfer-encoding']
+    if (transferCodings !== undefined && (http10 || transferCodings === '')) {
+      unknownLength.add(raw.socket)
+      done(http10 ? HTTP_1_0_TRANSFER_ENCODING : EMPTY_TRANSFER_ENCODING)
       return
     }
     if (raw.headers.host === undefined) {
