@@ -144,13 +144,36 @@ export function methodNotAllowed (method: string, allowed: string[]): ApiError {
 // The security headers as the lines of an answer written to the socket itself.
 const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
 
+// The connections whose malformed bytes wait for the answers of the requests sent before them.
+const answeringFirst = new WeakSet<Socket>()
+
 /**
  * Answers a malformed HTTP request (bad header, header too large, timeout) with the Error body;
- * Fastify calls this from the socket, before any request object exists.
+ * Fastify calls this from the socket, before any request object exists. The requests parsed before
+ * it on the connection are answered first: Node reports the fault as soon as it parses it, and ending
+ * the connection then dropped their answers, though they were served (a create committed, and its
+ * client told 400). Bytes after a request that asked to close are no request (RFC 9112, section 9.6):
+ * the connection closes after its answer, and they get none.
  */
 export function answerClientError (error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
+    return
+  }
+  // Node's own property: the answer being written on this connection, the first of those to come.
+  const answering = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
+  if (answering != null) {
+    // The parser reports its fault again with every chunk that follows: the first report is answered.
+    if (answeringFirst.has(socket)) return
+    answeringFirst.add(socket)
+    answering.once('close', () => {
+      answeringFirst.delete(socket)
+      answerClientError(error, socket)
+    })
+    return
+  }
+  if (error.code === 'HPE_CLOSED_CONNECTION') {
+    socket.end()
     return
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400

@@ -231,13 +231,37 @@ test('a head that leaves the body\'s length unknown (Transfer-Encoding on HTTP/1
     const { socket, received } = await openRawConnection(testApp)
     socket.write(raw)
     assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${raw.split('\r\n')[0]}`)
-    const answers = received().split(/(?=^HTTP\/1\.1 )/m)
+    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
     assert.equal(answers.length, 1, received())
     const [answerHead, answer] = answers[0]!.split('\r\n\r\n')
     assert.match(answerHead!, /^HTTP\/1\.1 400 /, answer)
     assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message, status: 400 })
   }
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
+})
+
+test('a request sent before malformed bytes, or before any bytes after its Connection: close, keeps its answer: a create is not told 400 once committed', async (t) => {
+  const testApp = await build(t)
+  const create = (connection: string) => `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n` +
+    `Connection: ${connection}\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n{"name":"Rex","categoryId":1}`
+  const cases = [
+    // The client asked to close: what follows is no request to serve (RFC 9112, section 9.6), nor to answer.
+    [create('close') + 'GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', []],
+    [create('keep-alive') + 'THIS IS NOT HTTP\r\n\r\n', ['Invalid method encountered']]
+  ] as const
+  for (const [raw, malformed] of cases) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(raw)
+    assert.ok(await closesWithin(socket, 5000), 'the connection stayed open')
+    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+    assert.equal(answers.length, 1 + malformed.length, received())
+    assert.match(answers[0]!, /^HTTP\/1\.1 201 /, answers[0])
+    malformed.forEach((found, i) => {
+      assert.match(answers[i + 1]!, /^HTTP\/1\.1 400 /)
+      assert.ok(answers[i + 1]!.endsWith(JSON.stringify({ code: 'bad_request', message: `The request is not valid HTTP: ${found}`, status: 400 })), answers[i + 1])
+    })
+  }
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 2, 'one pet a create')
 })
 
 test('a body in a transfer coding other than chunked is a 400 naming it, not read as JSON', async (t) => {
