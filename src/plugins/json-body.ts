@@ -76,8 +76,10 @@ function unsupportedTransferCoding (codings: string): ApiError {
   return new ApiError(400, 'bad_request', `Transfer-Encoding ${codings} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
 }
 
-/** `identity`, or an empty list (RFC 9110, section 5.6.1): the body is in no content coding. */
-const NO_CONTENT_CODING = new Set(['', 'identity'])
+/** A list of `identity` and empty elements (RFC 9110, section 5.6.1), or none: the body is in no content coding. */
+function isNoContentCoding (codings: string): boolean {
+  return codings.split(',').every((coding) => ['', 'identity'].includes(coding.trim().toLowerCase()))
+}
 
 /**
  * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
@@ -87,7 +89,7 @@ export default fp(async (app) => {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const coding = request.headers['content-encoding']
-    if (coding !== undefined && !NO_CONTENT_CODING.has(coding.trim().toLowerCase())) {
+    if (coding !== undefined && !isNoContentCoding(coding)) {
       done(unsupportedContentCoding(coding), undefined)
       return
     }
