@@ -144,54 +144,68 @@ export function methodNotAllowed (method: string, allowed: string[]): ApiError {
 // The security headers as the lines of an answer written to the socket itself.
 const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
 
-// The connections whose malformed bytes wait for the answers of the requests sent before them.
-const answeringFirst = new WeakSet<Socket>()
-
 /**
  * Answers a malformed HTTP request (bad header, header too large, timeout) with the Error body;
- * Fastify calls this from the socket, before any request object exists. The requests parsed before
- * it on the connection are answered first: Node reports the fault as soon as it parses it, and ending
- * the connection then dropped their answers, though they were served (a create committed, and its
- * client told 400). Bytes after a request that asked to close are no request (RFC 9112, section 9.6):
- * the connection closes after its answer, and they get none.
+ * Fastify calls this from the socket, before any request object exists. Bytes after a request that
+ * asked to close are no request (RFC 9112, section 9.6): the connection closes after its answer, and
+ * they get none.
  */
 export function answerClientError (error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return
   }
+  afterAnswersBefore(socket, () => {
+    if (error.code === 'HPE_CLOSED_CONNECTION') {
+      socket.end()
+      return
+    }
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
+    const { reason } = error as { reason?: unknown }
+    const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
+    endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status })
+  })
+}
+
+// The connections whose fault waits for the answers of the requests read before it.
+const answeringFirst = new WeakSet<Socket>()
+
+/**
+ * Calls `answer` once the requests read whole before a fault on the connection (malformed bytes,
+ * CONNECT) are answered: Node reports the fault as soon as it parses it, and ending the connection
+ * then dropped their answers, though they were served (a create committed, and its client told
+ * 400). A fault in the request being read (its body, its timeout) is answered at once.
+ */
+function afterAnswersBefore (socket: Socket, answer: () => void): void {
   // Node's own property: the answer being written on this connection, the first of those to come.
   const answering = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
-  if (answering != null) {
-    // The parser reports its fault again with every chunk that follows: the first report is answered.
-    if (answeringFirst.has(socket)) return
-    answeringFirst.add(socket)
-    answering.once('close', () => {
-      answeringFirst.delete(socket)
-      answerClientError(error, socket)
-    })
+  if (answering == null || !answering.req.complete) {
+    answer()
     return
   }
-  if (error.code === 'HPE_CLOSED_CONNECTION') {
-    socket.end()
-    return
-  }
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
-  const { reason } = error as { reason?: unknown }
-  const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
-  endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status })
+  // The parser reports its fault again with every chunk that follows: the first report is answered.
+  if (answeringFirst.has(socket)) return
+  answeringFirst.add(socket)
+  answering.once('close', () => {
+    answeringFirst.delete(socket)
+    afterAnswersBefore(socket, answer)
+  })
 }
 
 const NO_TUNNEL = new ApiError(400, 'bad_request', 'CONNECT is not served: this server is an API, not a proxy').toBody()
 
 /** Answers CONNECT, which Node hands over as a socket to tunnel: without this, it closes the connection without an answer. */
 export function answerConnect (_request: IncomingMessage, socket: Socket): void {
-  endWithError(socket, NO_TUNNEL)
+  afterAnswersBefore(socket, () => { endWithError(socket, NO_TUNNEL) })
 }
 
 /** Writes an answer with the Error body to the socket itself, where there is no request to answer through, and closes the connection. */
 function endWithError (socket: Socket, error: ErrorBody): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
   const body = JSON.stringify(error)
   socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)

@@ -1,34 +1,50 @@
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
-// The answer to the last unsafe request made on each connection: the requests after it wait for it.
+// Its answer never leaves: the connection closes after the answer before it.
+const CONNECTION_CLOSING = new ApiError(400, 'bad_request', 'The connection is closing: the request before this one was answered with Connection: close')
+
+// The answer to the last request on each connection that the requests after it wait for.
 // Apart from the socket, whose shape a property of ours would change for Node's code that reads it.
-const lastUnsafe = new WeakMap<Socket, ServerResponse>()
+const lastBarrier = new WeakMap<Socket, ServerResponse>()
 
 /**
  * A request pipelined on a connection after one that changes something (any method but GET, HEAD and
  * OPTIONS) starts only once that one is answered, so that it sees what it did: Node hands the server
  * every pipelined request as soon as it is parsed, and a GET sent after a POST was answered from the
  * store as it was before the POST's commit. RFC 9112 (section 9.3.2) lets a server work on pipelined
- * requests together only when all are safe. On the path of every request, so without a listener or a
- * closure unless a request has to wait: a lookup, and for an unsafe request a write.
+ * requests together only when all are safe. So does one after a request with a body, which may be
+ * answered before its body is read, with its connection closed: a request after an answer that
+ * closes the connection is not served (section 9.6), where what Node parsed as one may have been the
+ * rest of that body. On the path of every request, so without a listener or a closure unless a
+ * request has to wait: a lookup, and for an unsafe request a write.
  */
 export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
     const socket = request.raw.socket
-    const before = lastUnsafe.get(socket)
-    if (!SAFE_METHODS.has(request.method)) lastUnsafe.set(socket, reply.raw)
+    const before = lastBarrier.get(socket)
+    if (!SAFE_METHODS.has(request.method) || hasBody(request.raw)) lastBarrier.set(socket, reply.raw)
     if (before === undefined) {
       done()
     } else if (before.writableFinished || before.destroyed) {
       // Written whole, or cut off with its connection: nothing to wait for, nor to keep.
-      if (lastUnsafe.get(socket) === before) lastUnsafe.delete(socket)
-      done()
+      if (lastBarrier.get(socket) === before) lastBarrier.delete(socket)
+      done(closingError(socket))
     } else {
-      before.once('close', () => { done() })
+      before.once('close', () => { done(closingError(socket)) })
     }
   })
 }, { name: 'pipelined-requests' })
+
+function hasBody ({ headers }: IncomingMessage): boolean {
+  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
+}
+
+/** Node ends the connection when it has written an answer that closes it. */
+function closingError (socket: Socket): ApiError | undefined {
+  return socket.writableEnded || socket.destroyed ? CONNECTION_CLOSING : undefined
+}

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
@@ -12,6 +13,8 @@ const HOST = /^(?:\[[\dA-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/
 const UNKNOWN_LENGTH = { headers: { connection: 'close' } }
 const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length', UNKNOWN_LENGTH)
 const EMPTY_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'The Transfer-Encoding header is empty; send the body chunked or with a Content-Length', UNKNOWN_LENGTH)
+// An empty list, which is what Node makes of several empty lines (`, `), names no coding either.
+const NO_CODINGS = /^[\s,]*$/
 const AFTER_UNKNOWN_LENGTH = new ApiError(400, 'bad_request', 'The connection is closing: a request before this one left the length of its body unknown', UNKNOWN_LENGTH)
 
 // The connections of such requests: Node hands over each request pipelined after one as soon as it
@@ -38,13 +41,14 @@ export default fp(async (app) => {
       done(AFTER_UNKNOWN_LENGTH)
       return
     }
-    if (raw.httpVersionMajor !== 1) {
-      done(new ApiError(400, 'bad_request', `HTTP/${raw.httpVersion} is not served here: send HTTP/1.1`))
+    const otherVersion = otherHttpVersion(raw)
+    if (otherVersion !== undefined) {
+      done(otherVersion)
       return
     }
     const http10 = raw.httpVersionMinor === 0
     const transferCodings = raw.headers['transfer-encoding']
-    if (transferCodings !== undefined && (http10 || transferCodings === '')) {
+    if (transferCodings !== undefined && (http10 || NO_CODINGS.test(transferCodings))) {
       unknownLength.add(raw.socket)
       done(http10 ? HTTP_1_0_TRANSFER_ENCODING : EMPTY_TRANSFER_ENCODING)
       return
@@ -57,3 +61,8 @@ export default fp(async (app) => {
     done(hosts > 1 ? repeatedHeader('Host', hosts) : HOST.test(raw.headers.host) ? undefined : INVALID_HOST)
   })
 }, { name: 'request-head' })
+
+/** The 400 for a request line of another major version than 1 (HTTP/2.0), which Node serves as HTTP/1.1. */
+export function otherHttpVersion ({ httpVersionMajor, httpVersion }: IncomingMessage): ApiError | undefined {
+  return httpVersionMajor === 1 ? undefined : new ApiError(400, 'bad_request', `HTTP/${httpVersion} is not served here: send HTTP/1.1`)
+}

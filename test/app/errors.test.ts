@@ -214,8 +214,8 @@ test('a request line of another HTTP version than 1.0 and 1.1 is a 400: Node ser
 test('a head that leaves the body\'s length unknown (Transfer-Encoding on HTTP/1.0, or empty) is a 400 that closes the connection, and no request sent after it on the connection is served (RFC 9112, sections 6.1, 6.3 and 9.6)', async (t) => {
   const testApp = await build(t)
   const body = '{"name":"Rex","categoryId":1}'
-  const head = (line: string, codings: string) => `${line}\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nConnection: keep-alive\r\n` +
-    `Content-Type: application/json\r\nTransfer-Encoding: ${codings}\r\n\r\n`
+  const head = (line: string, transferEncoding: string) => `${line}\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nConnection: keep-alive\r\n` +
+    `Content-Type: application/json\r\n${transferEncoding}\r\n`
   // Node takes an empty Transfer-Encoding for no body, and what follows for a next request: a request
   // smuggled past a proxy in front that reads the same bytes as this one's body.
   const smuggled = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
@@ -223,9 +223,11 @@ test('a head that leaves the body\'s length unknown (Transfer-Encoding on HTTP/1
   const empty = 'The Transfer-Encoding header is empty; send the body chunked or with a Content-Length'
   const cases = [
     // Node reads an HTTP/1.0 body as chunked, where an HTTP/1.0 proxy in front may not.
-    [head('POST /v1/pets HTTP/1.0', 'chunked') + `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n${smuggled}`, 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length'],
-    [head('POST /v1/pets HTTP/1.1', '') + smuggled, empty],
-    [head('GET /v1/pets HTTP/1.1', '') + smuggled, empty]
+    [head('POST /v1/pets HTTP/1.0', 'Transfer-Encoding: chunked\r\n') + `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n${smuggled}`, 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length'],
+    [head('POST /v1/pets HTTP/1.1', 'Transfer-Encoding: \r\n') + smuggled, empty],
+    [head('GET /v1/pets HTTP/1.1', 'Transfer-Encoding: \r\n') + smuggled, empty],
+    // Node joins the lines into one value, `, `: a list of no coding, empty all the same.
+    [head('GET /v1/pets HTTP/1.1', 'Transfer-Encoding:\r\ntransfer-encoding:\t\r\n') + smuggled, empty]
   ] as const
   for (const [raw, message] of cases) {
     const { socket, received } = await openRawConnection(testApp)
@@ -262,6 +264,55 @@ test('a request sent before malformed bytes, or before any bytes after its Conne
     })
   }
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 2, 'one pet a create')
+})
+
+test('a request answered before its body is read has its connection closed, and no request pipelined after it is served (RFC 9112, section 9.6)', async (t) => {
+  const testApp = await build(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const create = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n${body}`
+  const withBody = (line: string, authorization: string) => `${line}\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
+  const key = `Authorization: ${testApp.auth.authorization}\r\n`
+  for (const [first, status] of [[withBody('POST /v1/nothing HTTP/1.1', key), 404], [withBody('PUT /v1/pets HTTP/1.1', key), 405], [withBody('POST /v1/pets HTTP/1.1', ''), 401], [withBody('GET /v1/nothing HTTP/1.1', key), 404]] as const) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(first + create)
+    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${first.split('\r\n')[0]}`)
+    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+    assert.equal(answers.length, 1, received())
+    assert.match(answers[0]!, new RegExp(`^HTTP/1\\.1 ${status} `), answers[0])
+  }
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
+})
+
+test('a create pipelined before CONNECT keeps its answer: the CONNECT is refused after it', async (t) => {
+  const testApp = await build(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n${body}CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n`)
+  assert.ok(await closesWithin(socket, 5000), 'the connection stayed open')
+  const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+  assert.equal(answers.length, 2, received())
+  assert.match(answers[0]!, /^HTTP\/1\.1 201 /)
+  assert.ok(answers[1]!.endsWith('"message":"CONNECT is not served: this server is an API, not a proxy","status":400}'), answers[1])
+})
+
+test('a body whose chunks are malformed is a 400 at once, and one that trickles past the request timeout a 408: the answer of its own request is not waited for', async (t) => {
+  const testApp = await build(t, { limits: { headersTimeoutMs: 200, requestTimeoutMs: 400 } })
+  const head = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n`
+  const malformed = await openRawConnection(testApp)
+  malformed.socket.write(`${head}Transfer-Encoding: chunked\r\n\r\nzz\r\n`)
+  assert.ok(await closesWithin(malformed.socket, 2000), 'no answer to a malformed chunk')
+  assert.match(malformed.received(), /^HTTP\/1\.1 400 [^]*"message":"The request is not valid HTTP: Invalid character in chunk size"/)
+  const trickled = await openRawConnection(testApp)
+  trickled.socket.write(`${head}Content-Length: 100\r\n\r\n{`)
+  const trickle = setInterval(() => trickled.socket.write(' '), 100)
+  try {
+    assert.ok(await closesWithin(trickled.socket, 3000), 'no answer to a body past the request timeout')
+  } finally {
+    clearInterval(trickle)
+  }
+  assert.match(trickled.received(), /^HTTP\/1\.1 408 /)
 })
 
 test('a body in a transfer coding other than chunked is a 400 naming it, not read as JSON', async (t) => {
