@@ -1,6 +1,8 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
+import { ApiError } from '../errors.js'
 import { answerClientError, answerConnect } from '../plugins/error-handler.js'
+import { otherHttpVersion } from '../plugins/request-head.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**
@@ -54,6 +56,12 @@ export interface MetricsSource {
  */
 export function createMetricsServer (registry: MetricsSource): Server {
   const server = createServer((request, response) => {
+    const refusal = refusalOf(request)
+    if (refusal !== undefined) {
+      const body = JSON.stringify(refusal.toBody())
+      response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
+      return
+    }
     if (request.method !== 'GET' || request.url !== '/metrics') {
       response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' })
       response.end('{"code":"not_found","message":"Only GET /metrics is served here","status":404}')
@@ -69,4 +77,15 @@ export function createMetricsServer (registry: MetricsSource): Server {
   server.on('clientError', answerClientError)
   server.on('connect', answerConnect)
   return server
+}
+
+const NO_BODY = new ApiError(400, 'bad_request', 'The metrics listener takes no body: send requests without Transfer-Encoding')
+
+/**
+ * What the API's port refuses in a request's head and matters here: another HTTP version, which Node
+ * served as HTTP/1.1, and a Transfer-Encoding, which when empty Node takes for no body and then reads
+ * the body as a next request. The answer closes the connection.
+ */
+function refusalOf (request: IncomingMessage): ApiError | undefined {
+  return otherHttpVersion(request) ?? (request.headers['transfer-encoding'] === undefined ? undefined : NO_BODY)
 }

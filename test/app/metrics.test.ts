@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
-import { checkAnswers, createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
+import { checkAnswers, closesWithin, createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
@@ -44,22 +44,26 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
-test('the metrics listener answers CONNECT and malformed HTTP with the Error body, as the API does', async (t) => {
+test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version and a body whose length is unknown with the Error body, as the API does', async (t) => {
   const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
   defer(t, () => server.close())
   await once(server, 'listening')
   const { port } = server.address() as AddressInfo
   const cases = [
     ['CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n', 'CONNECT is not served: this server is an API, not a proxy'],
-    ['THIS IS NOT HTTP\r\n\r\n', 'The request is not valid HTTP: Invalid method encountered']
+    ['THIS IS NOT HTTP\r\n\r\n', 'The request is not valid HTTP: Invalid method encountered'],
+    ['GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n', 'HTTP/2.0 is not served here: send HTTP/1.1'],
+    // Node takes an empty Transfer-Encoding for no body, and the body for a next request, which is not served.
+    ['GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nConnection: keep-alive\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n', 'The metrics listener takes no body: send requests without Transfer-Encoding']
   ]
   for (const [raw, message] of cases) {
     const socket = connect(port, '127.0.0.1')
     let received = ''
     socket.on('data', (chunk) => { received += chunk })
     socket.write(raw!)
-    await once(socket, 'close')
+    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${raw!.split('\r\n')[0]}`)
     assert.match(received, /^HTTP\/1\.1 400 /, raw)
+    assert.equal(received.split(/(?=HTTP\/1\.1 \d{3} )/).length, 1, received)
     assert.ok(received.endsWith(JSON.stringify({ code: 'bad_request', message, status: 400 })), received)
   }
 })
