@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
 import { ApiError } from '../errors.js'
 import { answerClientError, answerConnect } from '../plugins/error-handler.js'
-import { otherHttpVersion } from '../plugins/request-head.js'
+import { HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**
@@ -55,7 +55,8 @@ export interface MetricsSource {
  * Node answers before a request exists (malformed HTTP, CONNECT) has the Error body, as on the API's port.
  */
 export function createMetricsServer (registry: MetricsSource): Server {
-  const server = createServer((request, response) => {
+  // A request without Host is refused below, in the Error shape, as on the API's port.
+  const server = createServer({ requireHostHeader: false }, (request, response) => {
     const refusal = refusalOf(request)
     if (refusal !== undefined) {
       const body = JSON.stringify(refusal.toBody())
@@ -82,10 +83,13 @@ export function createMetricsServer (registry: MetricsSource): Server {
 const NO_BODY = new ApiError(400, 'bad_request', 'The metrics listener takes no body: send requests without Transfer-Encoding')
 
 /**
- * What the API's port refuses in a request's head and matters here: another HTTP version, which Node
- * served as HTTP/1.1, and a Transfer-Encoding, which when empty Node takes for no body and then reads
- * the body as a next request. The answer closes the connection.
+ * What the API's port refuses in a request's head and matters here: an HTTP/1.1 request without Host,
+ * another HTTP version, which Node served as HTTP/1.1, and a Transfer-Encoding, which when empty Node
+ * takes for no body and then reads the body as a next request. The answer closes the connection.
  */
 function refusalOf (request: IncomingMessage): ApiError | undefined {
-  return otherHttpVersion(request) ?? (request.headers['transfer-encoding'] === undefined ? undefined : NO_BODY)
+  const otherVersion = otherHttpVersion(request)
+  if (otherVersion !== undefined) return otherVersion
+  if (request.httpVersionMinor === 1 && request.headers.host === undefined) return HOST_REQUIRED
+  return request.headers['transfer-encoding'] === undefined ? undefined : NO_BODY
 }

@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
 
-const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header')
+export const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header')
 const INVALID_HOST = new ApiError(400, 'bad_request', 'The Host header must be a host name or address, with an optional port')
 // RFC 3986's uri-host (an IP literal in brackets, or a registered name or IPv4 address) and an optional port.
 const HOST = /^(?:\[[\dA-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/

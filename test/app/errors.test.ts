@@ -273,7 +273,16 @@ test('a request answered before its body is read has its connection closed, and 
     `Content-Length: ${body.length}\r\n\r\n${body}`
   const withBody = (line: string, authorization: string) => `${line}\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
   const key = `Authorization: ${testApp.auth.authorization}\r\n`
-  for (const [first, status] of [[withBody('POST /v1/nothing HTTP/1.1', key), 404], [withBody('PUT /v1/pets HTTP/1.1', key), 405], [withBody('POST /v1/pets HTTP/1.1', ''), 401], [withBody('GET /v1/nothing HTTP/1.1', key), 404]] as const) {
+  const cases = [
+    [withBody('POST /v1/nothing HTTP/1.1', key), 404],
+    [withBody('PUT /v1/pets HTTP/1.1', key), 405],
+    [withBody('POST /v1/pets HTTP/1.1', ''), 401],
+    [withBody('GET /v1/nothing HTTP/1.1', key), 404],
+    // Refused for its head, before anything else looks at it.
+    [withBody('POST /v1/pets HTTP/1.1', key).replace('Host: 127.0.0.1\r\n', ''), 400],
+    [withBody('POST /v1/pets HTTP/1.1', `${key}Host: 127.0.0.1\r\n`), 400]
+  ] as const
+  for (const [first, status] of cases) {
     const { socket, received } = await openRawConnection(testApp)
     socket.write(first + create)
     assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${first.split('\r\n')[0]}`)

@@ -44,7 +44,7 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
-test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version and a body whose length is unknown with the Error body, as the API does', async (t) => {
+test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version, no Host and a body whose length is unknown with the Error body, as the API does', async (t) => {
   const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
   defer(t, () => server.close())
   await once(server, 'listening')
@@ -53,6 +53,7 @@ test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version
     ['CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n', 'CONNECT is not served: this server is an API, not a proxy'],
     ['THIS IS NOT HTTP\r\n\r\n', 'The request is not valid HTTP: Invalid method encountered'],
     ['GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n', 'HTTP/2.0 is not served here: send HTTP/1.1'],
+    ['GET /metrics HTTP/1.1\r\n\r\n', 'An HTTP/1.1 request must carry a Host header'],
     // Node takes an empty Transfer-Encoding for no body, and the body for a next request, which is not served.
     ['GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nConnection: keep-alive\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n', 'The metrics listener takes no body: send requests without Transfer-Encoding']
   ]
