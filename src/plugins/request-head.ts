@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http'
-import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
@@ -9,19 +8,14 @@ const INVALID_HOST = new ApiError(400, 'bad_request', 'The Host header must be a
 // RFC 3986's uri-host (an IP literal in brackets, or a registered name or IPv4 address) and an optional port.
 const HOST = /^(?:\[[\dA-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/
 // Where a body's length is unknown, what follows the head may be its body or a next request: the
-// connection is closed after the answer (RFC 9112, section 6.3).
+// connection is closed after the answer (RFC 9112, section 6.3), and no request after it is served
+// (see pipelined-requests), where what Node parsed as one may have been sent to get past a proxy in
+// front as this one's body (request smuggling).
 const UNKNOWN_LENGTH = { headers: { connection: 'close' } }
 const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0 request cannot carry Transfer-Encoding; send the body with a Content-Length', UNKNOWN_LENGTH)
 const EMPTY_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'The Transfer-Encoding header is empty; send the body chunked or with a Content-Length', UNKNOWN_LENGTH)
 // An empty list, which is what Node makes of several empty lines (`, `), names no coding either.
 const NO_CODINGS = /^[\s,]*$/
-const AFTER_UNKNOWN_LENGTH = new ApiError(400, 'bad_request', 'The connection is closing: a request before this one left the length of its body unknown', UNKNOWN_LENGTH)
-
-// The connections of such requests: Node hands over each request pipelined after one as soon as it
-// is parsed, and what it parsed as one may have been the other's body, sent to get past a proxy in
-// front (request smuggling). None is served (section 9.6); their answers never leave, as the
-// connection closes after the first one.
-const unknownLength = new WeakSet<Socket>()
 
 /**
  * What HTTP/1.1 (RFC 9112) asks a server to refuse in a request's head, and Node lets through or
@@ -37,10 +31,6 @@ const unknownLength = new WeakSet<Socket>()
  */
 export default fp(async (app) => {
   app.addHook('onRequest', ({ raw }, _reply, done) => {
-    if (unknownLength.has(raw.socket)) {
-      done(AFTER_UNKNOWN_LENGTH)
-      return
-    }
     const otherVersion = otherHttpVersion(raw)
     if (otherVersion !== undefined) {
       done(otherVersion)
@@ -49,7 +39,6 @@ export default fp(async (app) => {
     const http10 = raw.httpVersionMinor === 0
     const transferCodings = raw.headers['transfer-encoding']
     if (transferCodings !== undefined && (http10 || NO_CODINGS.test(transferCodings))) {
-      unknownLength.add(raw.socket)
       done(http10 ? HTTP_1_0_TRANSFER_ENCODING : EMPTY_TRANSFER_ENCODING)
       return
     }
