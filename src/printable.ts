@@ -3,7 +3,7 @@
 // isolates (a name that shows the rest of its row reversed).
 const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu
 
-/** Text from a store or a file, made safe to print to a terminal: those characters as `\u` escapes. */
+/** Text from a store, a file or a request, made safe to print to a terminal: those characters as `\u` escapes. */
 export function printable (text: string): string {
   return text.replace(UNPRINTABLE, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

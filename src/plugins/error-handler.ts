@@ -4,6 +4,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError, type ErrorBody, type ErrorCode } from '../errors.js'
 import { OutageLog } from '../outage-log.js'
+import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import { unsupportedMediaType } from './json-body.js'
 import { SECURITY_HEADERS } from './security-headers.js'
@@ -216,7 +217,7 @@ function endWithError (socket: Socket, error: ErrorBody): void {
  * instead of the app (without it, Node sends an empty 417).
  */
 function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
-  const body = JSON.stringify(new ApiError(417, 'expectation_failed', `Expect: ${request.headers.expect ?? ''} cannot be met; only 100-continue can`).toBody())
+  const body = JSON.stringify(new ApiError(417, 'expectation_failed', `Expect: ${printable(request.headers.expect ?? '')} cannot be met; only 100-continue can`).toBody())
   response.writeHead(417, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
 }
 

@@ -4,6 +4,7 @@ import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
+import { printable } from '../printable.js'
 import { parseExactNumber } from '../validation/exact-number.js'
 import { JsonSyntaxError, readJsonTokens } from '../validation/json-tokens.js'
 
@@ -51,7 +52,7 @@ const FORM = 'application/x-www-form-urlencoded'
 
 /** The 415 for a body sent as `contentType` (undefined: none given), naming what was received and what to send. */
 export function unsupportedMediaType (contentType: string | undefined): ApiError {
-  const received = contentType === undefined ? 'The body has no Content-Type' : `Content-Type ${contentType} is not accepted`
+  const received = contentType === undefined ? 'The body has no Content-Type' : `Content-Type ${printable(contentType)} is not accepted`
   const hint = contentType?.toLowerCase().startsWith(FORM) === true ? " (curl -d sends a form unless given -H 'Content-Type: application/json')" : ''
   return new ApiError(415, 'unsupported_media_type', `${received}; send the body as application/json in UTF-8${hint}`)
 }
@@ -62,7 +63,7 @@ export function unsupportedMediaType (contentType: string | undefined): ApiError
  * taken (RFC 7694).
  */
 function unsupportedContentCoding (coding: string): ApiError {
-  return new ApiError(415, 'unsupported_media_type', `Content-Encoding ${coding} is not accepted; send the body as it is, without a content coding`, {
+  return new ApiError(415, 'unsupported_media_type', `Content-Encoding ${printable(coding)} is not accepted; send the body as it is, without a content coding`, {
     headers: { 'accept-encoding': 'identity' }
   })
 }
@@ -73,7 +74,7 @@ function unsupportedContentCoding (coding: string): ApiError {
  * suggests a 501, but the request is what is wrong.)
  */
 function unsupportedTransferCoding (codings: string): ApiError {
-  return new ApiError(400, 'bad_request', `Transfer-Encoding ${codings} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
+  return new ApiError(400, 'bad_request', `Transfer-Encoding ${printable(codings)} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
 }
 
 /** A list of `identity` and empty elements (RFC 9110, section 5.6.1), or none: the body is in no content coding. */

@@ -1,4 +1,5 @@
 import type { FastifySchemaValidationError } from 'fastify'
+import { printable } from '../printable.js'
 
 const MAX_ECHOED_NAME = 64
 
@@ -67,7 +68,7 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
       return `is missing the required ${missing.length === 1 ? part.field : part.fields} ${listOf(missing.map(quote))}`
     }
     case 'additionalProperties':
-      return `has an unknown ${part.field} ${quote(String(params.additionalProperty).slice(0, MAX_ECHOED_NAME))}`
+      return `has an unknown ${part.field} ${quote(printable(String(params.additionalProperty).slice(0, MAX_ECHOED_NAME)))}`
     case 'enum':
       return `must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`
     case 'type':

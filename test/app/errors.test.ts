@@ -162,6 +162,17 @@ test('an Expect header other than 100-continue is a 417 Error body, which Node w
   }
 })
 
+test('a name or header value quoted in an error message has its control characters as \\u escapes: a client that prints the message to a terminal does not run them', async (t) => {
+  const testApp = await build(t)
+  const query = await testApp.app.inject({ url: '/v1/pets?secret%00%1b%5B2J=1', headers: testApp.auth })
+  assert.equal(errorOf(query).message, 'The query string has an unknown query parameter `secret\\u0000\\u001b[2J`')
+  const body = '{"name":"Rex","categoryId":1}'
+  const codings = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json', 'content-encoding': 'gzip\tx' }, payload: body })
+  assert.equal(errorOf(codings).message, 'Content-Encoding gzip\\u0009x is not accepted; send the body as it is, without a content coding')
+  const type = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'text/plain\t\u009b2J' }, payload: body })
+  assert.match(errorOf(type).message, /^Content-Type text\/plain\\u0009\\u009b2J is not accepted; /)
+})
+
 test('every operation refuses a query parameter it does not declare, as the lists do: a create sent as a "dry run" creates nothing', async (t) => {
   const testApp = await build(t)
   const create = await testApp.app.inject({ method: 'POST', url: '/v1/pets?dry_run=true', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1 } })
