@@ -21,7 +21,7 @@ const lastBarrier = new WeakMap<Socket, ServerResponse>()
  * answered before its body is read, with its connection closed: a request after an answer that
  * closes the connection is not served (section 9.6), where what Node parsed as one may have been the
  * rest of that body. On the path of every request, so without a listener or a closure unless a
- * request has to wait: a lookup, and for an unsafe request a write.
+ * request has to wait: a lookup, and for an unsafe request or one with a body a write.
  */
 export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
