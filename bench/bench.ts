@@ -197,13 +197,15 @@ async function benchSize (count: number) {
       // New processes every round: a process keeps a speed of its own for its whole life (here one
       // instance ran 10% faster than its twin, run after run, and the next pair the other way round),
       // so the median is over as many processes as rounds, not over rounds of the same few.
-      // Side by side on the same store, so that each ratio to the defaults compares adjacent runs.
+      // Side by side on one store, so that each ratio to the defaults compares adjacent runs; a new
+      // copy of the seeded one each round, so that every round measures the same store (see freshCopy).
       // In the fifth round the first row comes again: `lines` (compared on no goal) then starts first
       // a second time, and the defaults before the off instance a third time, against two.
+      const databaseUrl = await store.freshCopy()
       const targets = await startInBalancedOrder(round, {
-        lines: async () => await startService(store.databaseUrl, VARIANTS.lines.env),
-        on: async () => await startService(store.databaseUrl, DEFAULTS_ON),
-        off: async () => await startService(store.databaseUrl, VARIANTS.off.env),
+        lines: async () => await startService(databaseUrl, VARIANTS.lines.env),
+        on: async () => await startService(databaseUrl, DEFAULTS_ON),
+        off: async () => await startService(databaseUrl, VARIANTS.off.env),
         bare: startBare
       })
       const { on, off, lines, bare } = targets
@@ -233,8 +235,9 @@ async function benchSize (count: number) {
     const strictRow = rows.get(STRICT)!
     let strictRssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
+      const databaseUrl = await store.freshCopy()
       const targets = await startInBalancedOrder(round, {
-        strict: async () => await startService(store.databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' }),
+        strict: async () => await startService(databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' }),
         bare: startBare
       })
       const { strict, bare } = targets
@@ -281,8 +284,9 @@ async function benchInstances (counts: number[]) {
     for (let round = 0; round < ROUNDS; round++) {
       // New processes every round, as in the main benchmark: each keeps a speed of its own.
       const services = []
+      const databaseUrl = await store.freshCopy()
       try {
-        for (const count of counts) services.push(await startService(store.databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
+        for (const count of counts) services.push(await startService(databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
         for (const scenario of scenarios) for (const service of services) await load(service, scenario, authorization, 1)
         for (const scenario of scenarios) {
           const order = services.map((_, i) => i)
