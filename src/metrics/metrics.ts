@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
 import { ApiError } from '../errors.js'
-import { answerClientError, answerConnect } from '../plugins/error-handler.js'
+import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError } from '../plugins/error-handler.js'
 import { HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
 import { HistogramTally } from './histogram-tally.js'
 
@@ -59,27 +59,27 @@ export function createMetricsServer (registry: MetricsSource): Server {
   const server = createServer({ requireHostHeader: false }, (request, response) => {
     const refusal = refusalOf(request)
     if (refusal !== undefined) {
-      const body = JSON.stringify(refusal.toBody())
-      response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
+      answerWithError(response, refusal, { close: true })
       return
     }
     if (request.method !== 'GET' || request.url !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' })
-      response.end('{"code":"not_found","message":"Only GET /metrics is served here","status":404}')
+      answerWithError(response, NOT_SERVED)
       return
     }
     registry.metrics().then((text) => {
       response.writeHead(200, { 'content-type': registry.contentType }).end(text)
     }, () => {
-      response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' })
-      response.end('{"code":"internal_error","message":"Metrics could not be collected","status":500}')
+      answerWithError(response, NOT_COLLECTED)
     })
   })
   server.on('clientError', answerClientError)
   server.on('connect', answerConnect)
+  server.on('checkExpectation', answerUnmetExpectation)
   return server
 }
 
+const NOT_SERVED = new ApiError(404, 'not_found', 'Only GET /metrics is served here')
+const NOT_COLLECTED = new ApiError(500, 'internal_error', 'Metrics could not be collected')
 const NO_BODY = new ApiError(400, 'bad_request', 'The metrics listener takes no body: send requests without Transfer-Encoding')
 
 /**

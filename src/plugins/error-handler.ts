@@ -213,12 +213,26 @@ function endWithError (socket: Socket, error: ErrorBody): void {
 }
 
 /**
+ * Answers through Node's own response, where Fastify has no reply (Node's events, the metrics
+ * listener), with the Error body and the headers every answer carries; `close` ends the connection.
+ */
+export function answerWithError (response: ServerResponse, error: ApiError, { close = false } = {}): void {
+  const body = JSON.stringify(error.toBody())
+  response.writeHead(error.status, {
+    ...SECURITY_HEADERS,
+    ...error.headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...(close && { connection: 'close' })
+  }).end(body)
+}
+
+/**
  * Answers a request whose `Expect` header is not `100-continue` with the Error body: Node calls this
  * instead of the app (without it, Node sends an empty 417).
  */
-function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
-  const body = JSON.stringify(new ApiError(417, 'expectation_failed', `Expect: ${printable(request.headers.expect ?? '')} cannot be met; only 100-continue can`).toBody())
-  response.writeHead(417, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body)
+export function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
+  answerWithError(response, new ApiError(417, 'expectation_failed', `Expect: ${printable(request.headers.expect ?? '')} cannot be met; only 100-continue can`), { close: true })
 }
 
 /** One error handler and one not-found handler for the whole app, so every error has the Error body. */

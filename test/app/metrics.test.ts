@@ -69,6 +69,21 @@ test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version
   }
 })
 
+test('the metrics listener answers an Expect it cannot meet with a 417 in the Error shape, as the API does', async (t) => {
+  const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  const socket = connect(port, '127.0.0.1')
+  let received = ''
+  socket.on('data', (chunk) => { received += chunk })
+  socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n')
+  assert.ok(await closesWithin(socket, 5000), 'the connection stayed open after the 417')
+  assert.match(received, /^HTTP\/1\.1 417 /)
+  assert.match(received, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
+  assert.ok(received.endsWith(JSON.stringify({ code: 'expectation_failed', message: 'Expect: 200-ok cannot be met; only 100-continue can', status: 417 })), received)
+})
+
 test('without the process metrics (METRICS_PORT unset) answers and store calls are counted all the same', async (t) => {
   const metrics = createMetrics()
   const { store, db, databaseUrl } = await createTestStore(t)
