@@ -28,6 +28,7 @@ import auth from './plugins/auth.js'
 import connectionLimit from './plugins/connection-limit.js'
 import routeNotices from './plugins/route-notices.js'
 import errorHandler, { answerClientError, answerNotFound, sendError } from './plugins/error-handler.js'
+import expectContinue from './plugins/expect-continue.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -155,6 +156,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   app.setValidatorCompiler(apiValidatorCompiler)
   app.setSerializerCompiler(apiSerializerCompiler)
   await app.register(errorHandler, { outageReportMs })
+  await app.register(expectContinue)
   await app.register(shutdown)
   // Before any hook that may refuse a request: the requests pipelined after it wait for its answer.
   await app.register(pipelinedRequests)

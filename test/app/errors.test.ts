@@ -162,6 +162,33 @@ test('an Expect header other than 100-continue is a 417 Error body, which Node w
   }
 })
 
+test('Expect: 100-continue is answered 100 Continue only when the body is to be read: a request refused before it gets its final answer alone, and the connection closes', async (t) => {
+  const testApp = await build(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const head = (lines: string[]) => `POST ${lines[0]} HTTP/1.1\r\n${lines.slice(1).map((line) => `${line}\r\n`).join('')}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`
+  const refused = [
+    [head(['/v1/pets', 'Host: x']), 401],
+    [head(['/v1/pets', `Authorization: ${testApp.auth.authorization}`]), 400],
+    [head(['/v1/nothing', 'Host: x', `Authorization: ${testApp.auth.authorization}`]), 404]
+  ] as const
+  for (const [request, status] of refused) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(request)
+    // The client waits for 100 Continue before its body: the final answer must come without it.
+    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${received()}`)
+    assert.match(received(), new RegExp(`^HTTP/1\\.1 ${status} `), request)
+    assert.doesNotMatch(received(), /100 Continue/, request)
+  }
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write(head(['/v1/pets', 'Host: x', `Authorization: ${testApp.auth.authorization}`]))
+  const deadline = Date.now() + 5000
+  while (!received().includes('\r\n\r\n') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+  assert.equal(received(), 'HTTP/1.1 100 Continue\r\n\r\n')
+  socket.end(body)
+  await once(socket, 'close')
+  assert.match(received(), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
+})
+
 test('a name or header value quoted in an error message has its control characters as \\u escapes: a client that prints the message to a terminal does not run them', async (t) => {
   const testApp = await build(t)
   const query = await testApp.app.inject({ url: '/v1/pets?secret%00%1b%5B2J=1', headers: testApp.auth })

@@ -1,0 +1,25 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import fp from 'fastify-plugin'
+
+/**
+ * Answers `Expect: 100-continue` with `100 Continue` only when the body is about to be read, as RFC
+ * 9110 (section 10.1.1) means it: Node sends it as soon as the head is parsed, so a client sent its
+ * body even to a request refused without reading it (no key, no `Host`, a path not served, a rate
+ * limit). Refused, the request gets its final answer alone, and Node then closes the connection,
+ * since the body it announced was never asked for.
+ *
+ * The body is read through the request stream's `_read`, which Node calls when a reader starts (the
+ * body parser) and, after the answer, to drop a body nobody read: only the first call before the
+ * answer's head asks for the body.
+ */
+export default fp(async (app) => {
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    const read = request._read
+    request._read = function (size) {
+      request._read = read
+      if (!response.headersSent) response.writeContinue()
+      read.call(this, size)
+    }
+    app.server.emit('request', request, response)
+  })
+}, { name: 'expect-continue' })
