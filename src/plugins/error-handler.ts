@@ -7,6 +7,7 @@ import { OutageLog } from '../outage-log.js'
 import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import { unsupportedMediaType } from './json-body.js'
+import { holdRequestsAfter } from './pipelined-requests.js'
 import { SECURITY_HEADERS } from './security-headers.js'
 
 declare module 'fastify' {
@@ -232,6 +233,9 @@ export function answerWithError (response: ServerResponse, error: ApiError, { cl
  * instead of the app (without it, Node sends an empty 417).
  */
 export function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
+  // The requests pipelined after this one reach the app meanwhile: they wait for this answer, which
+  // closes the connection, and are not served.
+  holdRequestsAfter(response)
   answerWithError(response, new ApiError(417, 'expectation_failed', `Expect: ${printable(request.headers.expect ?? '')} cannot be met; only 100-continue can`), { close: true })
 }
 

@@ -1,24 +1,31 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import fp from 'fastify-plugin'
+import { hasBody } from './pipelined-requests.js'
 
 /**
  * Answers `Expect: 100-continue` with `100 Continue` only when the body is about to be read, as RFC
  * 9110 (section 10.1.1) means it: Node sends it as soon as the head is parsed, so a client sent its
  * body even to a request refused without reading it (no key, no `Host`, a path not served, a rate
  * limit). Refused, the request gets its final answer alone, and Node then closes the connection,
- * since the body it announced was never asked for.
+ * since the body it announced was never asked for; the requests pipelined after one with a body wait
+ * for its answer (see pipelined-requests), so none of them is served on a closing connection.
  *
  * The body is read through the request stream's `_read`, which Node calls when a reader starts (the
  * body parser) and, after the answer, to drop a body nobody read: only the first call before the
- * answer's head asks for the body.
+ * answer's head asks for the body. A request that announces no body gets `100 Continue` at once, as
+ * from Node: without it, Node would close its connection after the answer.
  */
 export default fp(async (app) => {
   app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
-    const read = request._read
-    request._read = function (size) {
-      request._read = read
-      if (!response.headersSent) response.writeContinue()
-      read.call(this, size)
+    if (!hasBody(request)) {
+      response.writeContinue()
+    } else {
+      const read = request._read
+      request._read = function (size) {
+        request._read = read
+        if (!response.headersSent) response.writeContinue()
+        read.call(this, size)
+      }
     }
     app.server.emit('request', request, response)
   })

@@ -40,7 +40,17 @@ export default fp(async (app) => {
   })
 }, { name: 'pipelined-requests' })
 
-function hasBody ({ headers }: IncomingMessage): boolean {
+/**
+ * Makes the requests pipelined after `response`'s request on its connection wait for it, as for a
+ * request that changes something: for an answer made outside Fastify (a 417 from Node's
+ * `checkExpectation`), which closes the connection.
+ */
+export function holdRequestsAfter (response: ServerResponse): void {
+  lastBarrier.set(response.socket as Socket, response)
+}
+
+/** Whether a request announces a body: a `Content-Length` (0 too) or a `Transfer-Encoding`. */
+export function hasBody ({ headers }: IncomingMessage): boolean {
   return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
 }
 

@@ -331,6 +331,31 @@ test('a request answered before its body is read has its connection closed, and 
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 0, 'nothing was created')
 })
 
+test('a request with an Expect header and no body keeps its connection, and a create pipelined after it is answered; after a 417 the connection closes and nothing pipelined after it is served', async (t) => {
+  const testApp = await build(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const create = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n${body}`
+  const list = (expect: string) => `GET /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nExpect: ${expect}\r\n\r\n`
+
+  const kept = await openRawConnection(testApp)
+  kept.socket.write(list('100-continue') + create)
+  const deadline = Date.now() + 5000
+  while (!/HTTP\/1\.1 201 /.test(kept.received()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+  const finals = kept.received().split(/(?=HTTP\/1\.1 [2-5]\d\d )/).slice(1)
+  assert.deepEqual(finals.map((answer) => answer.slice(0, 12)), ['HTTP/1.1 200', 'HTTP/1.1 201'], kept.received())
+  assert.doesNotMatch(finals[0]!, /connection: close/i)
+  kept.socket.destroy()
+
+  const refused = await openRawConnection(testApp)
+  refused.socket.write(list('foo') + create)
+  assert.ok(await closesWithin(refused.socket, 5000), 'the connection stayed open after the 417')
+  const answers = refused.received().split(/(?=HTTP\/1\.1 \d{3} )/)
+  assert.equal(answers.length, 1, refused.received())
+  assert.match(answers[0]!, /^HTTP\/1\.1 417 /)
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 1, 'the create after the 417 was served')
+})
+
 test('a create pipelined before CONNECT keeps its answer: the CONNECT is refused after it', async (t) => {
   const testApp = await build(t)
   const body = '{"name":"Rex","categoryId":1}'
