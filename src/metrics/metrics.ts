@@ -1,7 +1,7 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
 import { ApiError } from '../errors.js'
-import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError } from '../plugins/error-handler.js'
+import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed } from '../plugins/error-handler.js'
 import { HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
 import { HistogramTally } from './histogram-tally.js'
 
@@ -62,8 +62,12 @@ export function createMetricsServer (registry: MetricsSource): Server {
       answerWithError(response, refusal, { close: true })
       return
     }
-    if (request.method !== 'GET' || request.url !== '/metrics') {
+    if (request.url !== '/metrics') {
       answerWithError(response, NOT_SERVED)
+      return
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      answerWithError(response, methodNotAllowed(request.method!, ['GET', 'HEAD']))
       return
     }
     registry.metrics().then((text) => {
@@ -75,21 +79,28 @@ export function createMetricsServer (registry: MetricsSource): Server {
   server.on('clientError', answerClientError)
   server.on('connect', answerConnect)
   server.on('checkExpectation', answerUnmetExpectation)
+  // A request is refused with its body unread (see refusalOf): 100 Continue only to one without a body.
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (refusalOf(request) === undefined) response.writeContinue()
+    server.emit('request', request, response)
+  })
   return server
 }
 
-const NOT_SERVED = new ApiError(404, 'not_found', 'Only GET /metrics is served here')
+const NOT_SERVED = new ApiError(404, 'not_found', 'Only /metrics is served here, to GET and HEAD')
 const NOT_COLLECTED = new ApiError(500, 'internal_error', 'Metrics could not be collected')
-const NO_BODY = new ApiError(400, 'bad_request', 'The metrics listener takes no body: send requests without Transfer-Encoding')
+const NO_BODY = new ApiError(400, 'bad_request', 'The metrics listener takes no body: send GET /metrics without Content-Length or Transfer-Encoding')
 
 /**
  * What the API's port refuses in a request's head and matters here: an HTTP/1.1 request without Host,
- * another HTTP version, which Node served as HTTP/1.1, and a Transfer-Encoding, which when empty Node
- * takes for no body and then reads the body as a next request. The answer closes the connection.
+ * and another HTTP version, which Node served as HTTP/1.1. And any body: none is read here, where Node
+ * read and dropped it whole, however long (a Transfer-Encoding that is empty, it takes for no body and
+ * the body for a next request). The answer closes the connection.
  */
 function refusalOf (request: IncomingMessage): ApiError | undefined {
   const otherVersion = otherHttpVersion(request)
   if (otherVersion !== undefined) return otherVersion
   if (request.httpVersionMinor === 1 && request.headers.host === undefined) return HOST_REQUIRED
-  return request.headers['transfer-encoding'] === undefined ? undefined : NO_BODY
+  const { 'transfer-encoding': codings, 'content-length': length = '0' } = request.headers
+  return codings === undefined && length === '0' ? undefined : NO_BODY
 }

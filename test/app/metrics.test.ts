@@ -44,7 +44,9 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
-test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version, no Host and a body whose length is unknown with the Error body, as the API does', async (t) => {
+const NO_BODY = 'The metrics listener takes no body: send GET /metrics without Content-Length or Transfer-Encoding'
+
+test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version, no Host and a body with the Error body, as the API does', async (t) => {
   const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
   defer(t, () => server.close())
   await once(server, 'listening')
@@ -55,7 +57,10 @@ test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version
     ['GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n', 'HTTP/2.0 is not served here: send HTTP/1.1'],
     ['GET /metrics HTTP/1.1\r\n\r\n', 'An HTTP/1.1 request must carry a Host header'],
     // Node takes an empty Transfer-Encoding for no body, and the body for a next request, which is not served.
-    ['GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nConnection: keep-alive\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n', 'The metrics listener takes no body: send requests without Transfer-Encoding']
+    ['GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nConnection: keep-alive\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n', NO_BODY],
+    // A body is refused, not read: a client waiting for 100 Continue is not asked for it.
+    ['POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello', NO_BODY],
+    ['POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\nExpect: 100-continue\r\n\r\n', NO_BODY]
   ]
   for (const [raw, message] of cases) {
     const socket = connect(port, '127.0.0.1')
@@ -82,6 +87,30 @@ test('the metrics listener answers an Expect it cannot meet with a 417 in the Er
   assert.match(received, /^HTTP\/1\.1 417 /)
   assert.match(received, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
   assert.ok(received.endsWith(JSON.stringify({ code: 'expectation_failed', message: 'Expect: 200-ok cannot be met; only 100-continue can', status: 417 })), received)
+})
+
+test('the metrics listener answers HEAD /metrics as GET without the body, another method with a 405 naming GET and HEAD, and a body-less Expect: 100-continue', async (t) => {
+  const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`
+  const head = await fetch(url, { method: 'HEAD' })
+  assert.equal(head.status, 200)
+  assert.match(String(head.headers.get('content-type')), /^text\/plain/)
+  assert.equal(await head.text(), '')
+  const deleted = await fetch(url, { method: 'DELETE' })
+  assert.equal(deleted.status, 405)
+  assert.equal(deleted.headers.get('allow'), 'GET, HEAD')
+  assert.deepEqual(await deleted.json(), { code: 'method_not_allowed', message: 'DELETE is not allowed here; use GET, HEAD', status: 405 })
+  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1')
+  let received = ''
+  socket.on('data', (chunk) => { received += chunk })
+  socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n')
+  const deadline = Date.now() + 5000
+  while (!/\r\n\r\n[^]*\r\n\r\n/.test(received) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+  assert.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+  assert.doesNotMatch(received, /connection: close/i)
+  socket.destroy()
 })
 
 test('without the process metrics (METRICS_PORT unset) answers and store calls are counted all the same', async (t) => {
