@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
 import { ApiError } from '../errors.js'
 import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed } from '../plugins/error-handler.js'
-import { HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
+import { announcesBody, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**
@@ -101,6 +101,5 @@ function refusalOf (request: IncomingMessage): ApiError | undefined {
   const otherVersion = otherHttpVersion(request)
   if (otherVersion !== undefined) return otherVersion
   if (request.httpVersionMinor === 1 && request.headers.host === undefined) return HOST_REQUIRED
-  const { 'transfer-encoding': codings, 'content-length': length = '0' } = request.headers
-  return codings === undefined && length === '0' ? undefined : NO_BODY
+  return announcesBody(request) ? NO_BODY : undefined
 }

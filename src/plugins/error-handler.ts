@@ -235,7 +235,7 @@ export function answerWithError (response: ServerResponse, error: ApiError, { cl
 export function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
   // The requests pipelined after this one reach the app meanwhile: they wait for this answer, which
   // closes the connection, and are not served.
-  holdRequestsAfter(response)
+  holdRequestsAfter(request, response)
   answerWithError(response, new ApiError(417, 'expectation_failed', `Expect: ${printable(request.headers.expect ?? '')} cannot be met; only 100-continue can`), { close: true })
 }
 

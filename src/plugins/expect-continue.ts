@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import fp from 'fastify-plugin'
-import { hasBody } from './pipelined-requests.js'
+import { announcesBody } from './request-head.js'
 
 /**
  * Answers `Expect: 100-continue` with `100 Continue` only when the body is about to be read, as RFC
@@ -12,12 +12,12 @@ import { hasBody } from './pipelined-requests.js'
  *
  * The body is read through the request stream's `_read`, which Node calls when a reader starts (the
  * body parser) and, after the answer, to drop a body nobody read: only the first call before the
- * answer's head asks for the body. A request that announces no body gets `100 Continue` at once, as
- * from Node: without it, Node would close its connection after the answer.
+ * answer's head asks for the body. A request that announces no body (`Content-Length: 0` or none) gets
+ * `100 Continue` at once, as from Node: without it, Node would close its connection after the answer.
  */
 export default fp(async (app) => {
   app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
-    if (!hasBody(request)) {
+    if (!announcesBody(request)) {
       response.writeContinue()
     } else {
       const read = request._read

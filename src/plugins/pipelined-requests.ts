@@ -41,16 +41,16 @@ export default fp(async (app) => {
 }, { name: 'pipelined-requests' })
 
 /**
- * Makes the requests pipelined after `response`'s request on its connection wait for it, as for a
+ * Makes the requests pipelined after `request` on its connection wait for its `response`, as for a
  * request that changes something: for an answer made outside Fastify (a 417 from Node's
- * `checkExpectation`), which closes the connection.
+ * `checkExpectation`), which closes the connection. (A response has its socket only once the answers
+ * before it are written: the request has it from the start.)
  */
-export function holdRequestsAfter (response: ServerResponse): void {
-  lastBarrier.set(response.socket as Socket, response)
+export function holdRequestsAfter (request: IncomingMessage, response: ServerResponse): void {
+  lastBarrier.set(request.socket, response)
 }
 
-/** Whether a request announces a body: a `Content-Length` (0 too) or a `Transfer-Encoding`. */
-export function hasBody ({ headers }: IncomingMessage): boolean {
+function hasBody ({ headers }: IncomingMessage): boolean {
   return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
 }
 

@@ -55,3 +55,9 @@ export default fp(async (app) => {
 export function otherHttpVersion ({ httpVersionMajor, httpVersion }: IncomingMessage): ApiError | undefined {
   return httpVersionMajor === 1 ? undefined : new ApiError(400, 'bad_request', `HTTP/${httpVersion} is not served here: send HTTP/1.1`)
 }
+
+/** Whether a request announces a body to read: a `Transfer-Encoding`, or a `Content-Length` other than 0. */
+export function announcesBody ({ headers }: IncomingMessage): boolean {
+  const { 'transfer-encoding': codings, 'content-length': length = '0' } = headers
+  return codings !== undefined || length !== '0'
+}

@@ -111,6 +111,14 @@ test('the metrics listener answers HEAD /metrics as GET without the body, anothe
   assert.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
   assert.doesNotMatch(received, /connection: close/i)
   socket.destroy()
+
+  // Behind an answer still to be written, a 417 comes in its turn.
+  const behind = connect((server.address() as AddressInfo).port, '127.0.0.1')
+  let behindReceived = ''
+  behind.on('data', (chunk) => { behindReceived += chunk })
+  behind.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n')
+  assert.ok(await closesWithin(behind, 5000), 'the connection stayed open after the 417')
+  assert.deepEqual(behindReceived.split(/(?=HTTP\/1\.1 \d{3} )/).map((answer) => answer.slice(0, 12)), ['HTTP/1.1 200', 'HTTP/1.1 417'])
 })
 
 test('without the process metrics (METRICS_PORT unset) answers and store calls are counted all the same', async (t) => {
