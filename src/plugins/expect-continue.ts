@@ -10,21 +10,24 @@ import { announcesBody } from './request-head.js'
  * since the body it announced was never asked for; the requests pipelined after one with a body wait
  * for its answer (see pipelined-requests), so none of them is served on a closing connection.
  *
- * The body is read through the request stream's `_read`, which Node calls when a reader starts (the
- * body parser) and, after the answer, to drop a body nobody read: only the first call before the
- * answer's head asks for the body. A request that announces no body (`Content-Length: 0` or none) gets
- * `100 Continue` at once, as from Node: without it, Node would close its connection after the answer.
+ * The body is read once the stream is resumed, which a reader does when it starts (the body parser
+ * listening for its data), and Node does after the answer to drop a body nobody read: only the first
+ * resume before the answer's head asks for the body. (Not its `_read`: a body that came whole, while
+ * the request waited behind another on its connection, is read without one, and without 100 Continue
+ * Node closed the connection after the answer.) A request that announces no body (`Content-Length: 0`
+ * or none) gets `100 Continue` at once, as from Node: without it, Node would close its connection
+ * after the answer.
  */
 export default fp(async (app) => {
   app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     if (!announcesBody(request)) {
       response.writeContinue()
     } else {
-      const read = request._read
-      request._read = function (size) {
-        request._read = read
+      const resume = request.resume
+      request.resume = function () {
+        request.resume = resume
         if (!response.headersSent) response.writeContinue()
-        read.call(this, size)
+        return resume.call(this)
       }
     }
     app.server.emit('request', request, response)

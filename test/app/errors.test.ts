@@ -187,6 +187,16 @@ test('Expect: 100-continue is answered 100 Continue only when the body is to be 
   socket.end(body)
   await once(socket, 'close')
   assert.match(received(), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
+
+  // Sent with its body behind a create, it is read once its turn comes, whole already: the connection is kept.
+  const create = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  const pipelined = await openRawConnection(testApp)
+  pipelined.socket.write(create + create.replace('\r\n\r\n', '\r\nExpect: 100-continue\r\n\r\n') + create)
+  const until = Date.now() + 5000
+  while ((pipelined.received().match(/HTTP\/1\.1 201 /g) ?? []).length < 3 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5))
+  assert.equal((pipelined.received().match(/HTTP\/1\.1 201 /g) ?? []).length, 3, pipelined.received())
+  assert.doesNotMatch(pipelined.received(), /connection: close/i)
+  pipelined.socket.destroy()
 })
 
 test('a name or header value quoted in an error message has its control characters as \\u escapes: a client that prints the message to a terminal does not run them', async (t) => {
