@@ -62,7 +62,7 @@ export function createMetricsServer (registry: MetricsSource): Server {
       answerWithError(response, refusal, { close: true })
       return
     }
-    if (request.url !== '/metrics') {
+    if (pathOf(request.url!) !== '/metrics') {
       answerWithError(response, NOT_SERVED)
       return
     }
@@ -85,6 +85,18 @@ export function createMetricsServer (registry: MetricsSource): Server {
     server.emit('request', request, response)
   })
   return server
+}
+
+/**
+ * The path of a request target in origin form (`/metrics?…`) or absolute form (`http://host/metrics`),
+ * which a server must take too (RFC 9112, section 3.2.2); undefined for one that is neither.
+ */
+function pathOf (target: string): string | undefined {
+  try {
+    return new URL(target, 'http://localhost').pathname
+  } catch {
+    return undefined
+  }
 }
 
 const NOT_SERVED = new ApiError(404, 'not_found', 'Only /metrics is served here, to GET and HEAD')

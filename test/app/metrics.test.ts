@@ -98,6 +98,15 @@ test('the metrics listener answers HEAD /metrics as GET without the body, anothe
   assert.equal(head.status, 200)
   assert.match(String(head.headers.get('content-type')), /^text\/plain/)
   assert.equal(await head.text(), '')
+  // The absolute form of the target, which a server must take (RFC 9112, section 3.2.2), and a query.
+  for (const target of ['http://127.0.0.1/metrics', '/metrics?name=http_requests_total']) {
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1')
+    let answer = ''
+    socket.on('data', (chunk) => { answer += chunk })
+    socket.end(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
+    await once(socket, 'close')
+    assert.match(answer, /^HTTP\/1\.1 200 /, target)
+  }
   const deleted = await fetch(url, { method: 'DELETE' })
   assert.equal(deleted.status, 405)
   assert.equal(deleted.headers.get('allow'), 'GET, HEAD')
