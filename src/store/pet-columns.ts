@@ -16,9 +16,6 @@ const COLUMN_OF_FIELD: { readonly [Field in keyof Pet]-?: keyof PetTable } = {
 
 const PET_FIELDS = Object.keys(Pet.properties).map((field) => ({ field, column: COLUMN_OF_FIELD[field as keyof Pet] }))
 
-/** The select list that reads a pet's columns under its field names (SQL for both dialects). */
-export const PET_SELECT_LIST = PET_FIELDS.map(({ field, column }) => field === column ? column : `${column} as "${field}"`).join(', ')
-
 /** A pet as the API answers it, from its row (for the writes that read it back through Kysely). */
 export function petOfRow (row: PetRow): Pet {
   return Object.fromEntries(PET_FIELDS.map(({ field, column }) => [field, row[column]])) as Pet
@@ -51,21 +48,4 @@ export const PET_INSERT_COLUMNS = '(name, category_id, status, created_at)'
 /** The values of one row of `PET_INSERT_COLUMNS`. */
 export function petRowValues (pet: { name: string, categoryId: bigint, status: string }, createdAt: string): unknown[] {
   return [pet.name, pet.categoryId, pet.status, createdAt]
-}
-
-// PostgreSQL does not promise RETURNING rows in the order of VALUES (SQLite's creates read none back):
-// each pet takes a row of the same content, so only pets that no one can tell apart may trade ids.
-/** The stored pets in the order of the values they were inserted from. */
-export function inGivenOrder (pets: ReadonlyArray<{ name: string, categoryId: bigint, status: string }>, stored: readonly Pet[]): Pet[] {
-  const rowsByContent = new Map<string, Pet[]>()
-  for (const row of stored) {
-    const rows = rowsByContent.get(contentOf(row))
-    if (rows === undefined) rowsByContent.set(contentOf(row), [row])
-    else rows.push(row)
-  }
-  return pets.map((pet) => rowsByContent.get(contentOf(pet))!.shift()!)
-}
-
-function contentOf ({ name, categoryId, status }: { name: string, categoryId: bigint, status: string }): string {
-  return `${status} ${categoryId} ${name}`
 }

@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.js'
 import { EVENT_INSERT_LOCK, IDEMPOTENCY_CLAIM_LOCK, lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
 import type { Pet } from '../../pets/pet.schemas.js'
 import { GroupCommit } from '../group-commit.js'
-import { inGivenOrder, PET_COLUMN_LIST, PET_INSERT_COLUMNS, PET_SELECT_LIST, petJsonSql } from '../pet-columns.js'
+import { PET_COLUMN_LIST, petJsonSql, petOfValues } from '../pet-columns.js'
 import type { IdempotencyClaim, PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
 import { StoreReadCache } from '../read-cache.js'
 import { createdResponse, saveResponses, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
@@ -31,15 +31,18 @@ const PET_BY_ID = `select ${PET_JSON} as json from pets where id = $1`
 // lockIdOrder: no row can be formed, and no id drawn, before the join has the locks' row). So it can
 // run as a transaction of its own, a group of creates in one round trip; its wait for the locks has a
 // deadline of its own ($5), as no `set local` comes before it. The pets come as arrays, in the order
-// given: one statement of five values, for any number.
+// given: one statement of five values, for any number. Each pet's id is drawn before its row is
+// inserted, so that the statement answers only the ids, in the order given, as one text: the service
+// has the rest, without parsing a row a pet (int8 into BigInt) and matching the rows to the pets.
 const INSERT_PETS = `with locked as materialized (select set_config('lock_timeout', $5, true),
-    pg_advisory_xact_lock(${PET_INSERT_LOCK}), pg_advisory_xact_lock(${EVENT_INSERT_LOCK})),
-  created as (insert into pets ${PET_INSERT_COLUMNS}
-    select pet.name, pet.category_id, pet.status, $4 from locked,
+    pg_advisory_xact_lock(${PET_INSERT_LOCK}), pg_advisory_xact_lock(${EVENT_INSERT_LOCK}), pg_get_serial_sequence('pets', 'id')::regclass as ids),
+  numbered as (select nextval(locked.ids) as id, pet.* from locked,
       unnest($1::text[], $2::bigint[], $3::text[]) with ordinality as pet (name, category_id, status, position)
-    order by pet.position returning ${PET_COLUMN_LIST}),
+    order by pet.position),
+  created as (insert into pets (id, name, category_id, status, created_at) select id, name, category_id, status, $4 from numbered
+    returning ${PET_COLUMN_LIST}),
   recorded as (insert into events (type, occurred_at, data) select 'pet.created', $4, ${PET_JSON} from created order by id)
-  select ${PET_SELECT_LIST} from created`
+  select coalesce(string_agg(id::text, ',' order by position), '') as ids from numbered`
 
 /** Runs one statement on the store's connections, as a transaction of its own, and returns its rows. */
 export type PostgresQuery = <Row>(text: string, values: unknown[]) => Promise<Row[]>
@@ -137,8 +140,8 @@ export class PostgresPetStore implements PetStore {
       })
       const toCreate = creates.filter((_, i) => outcomes[i] === undefined)
       const toInsert = toCreate.map(({ pet }) => pet)
-      const { rows } = await trx.executeQuery(CompiledQuery.raw(INSERT_PETS, this.#insertValues(toInsert, createdAt)))
-      const pets = inGivenOrder(toInsert, rows as Pet[])
+      const { rows } = await trx.executeQuery<InsertedIds>(CompiledQuery.raw(INSERT_PETS, this.#insertValues(toInsert, createdAt)))
+      const pets = petsOf(toInsert, rows)
       let next = 0
       const created: PetCreated[] = []
       const answers: Array<{ claim: IdempotencyClaim, response: StoredResponse }> = []
@@ -163,14 +166,22 @@ export class PostgresPetStore implements PetStore {
   }
 
   async #insert (pets: readonly PetValues[], createdAt: string): Promise<Pet[]> {
-    const stored = await this.#query<Pet>(INSERT_PETS, this.#insertValues(pets, createdAt))
+    const inserted = await this.#query<InsertedIds>(INSERT_PETS, this.#insertValues(pets, createdAt))
     this.#changed()
-    return inGivenOrder(pets, stored)
+    return petsOf(pets, inserted)
   }
 
   #insertValues (pets: readonly PetValues[], createdAt: string): unknown[] {
     return [pets.map(({ name }) => name), pets.map(({ categoryId }) => categoryId), pets.map(({ status }) => status), createdAt, this.#lockTimeout]
   }
+}
+
+/** What INSERT_PETS answers: the pets' ids, in the order given, joined by commas. */
+interface InsertedIds { ids: string }
+
+function petsOf (pets: readonly PetValues[], [inserted]: readonly InsertedIds[]): Pet[] {
+  const ids = inserted!.ids.split(',')
+  return pets.map((pet, i) => petOfValues(BigInt(ids[i]!), pet))
 }
 
 function claimSlot (apiKeyId: bigint, key: string): string {
