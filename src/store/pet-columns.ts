@@ -43,7 +43,7 @@ export function petJsonSql (dialect: 'sqlite' | 'postgres'): string {
 }
 
 /** The pets' columns a create writes, in the order of `petRowValues`. */
-export const PET_INSERT_COLUMNS = '(name, category_id, status, created_at)'
+export const PET_INSERT_COLUMNS = 'name, category_id, status, created_at'
 
 /** The values of one row of `PET_INSERT_COLUMNS`. */
 export function petRowValues (pet: { name: string, categoryId: bigint, status: string }, createdAt: string): unknown[] {

@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.js'
 import { EVENT_INSERT_LOCK, IDEMPOTENCY_CLAIM_LOCK, lockIdOrder, PET_INSERT_LOCK } from '../../db/id-order-lock.js'
 import type { Pet } from '../../pets/pet.schemas.js'
 import { GroupCommit } from '../group-commit.js'
-import { PET_COLUMN_LIST, petJsonSql, petOfValues } from '../pet-columns.js'
+import { PET_COLUMN_LIST, PET_INSERT_COLUMNS, petJsonSql, petOfValues } from '../pet-columns.js'
 import type { IdempotencyClaim, PetCreate, PetCreated, PetFilter, PetPage, PetStore, PetValues, StoredResponse } from '../pet-store.js'
 import { StoreReadCache } from '../read-cache.js'
 import { createdResponse, saveResponses, STORED_RESPONSE_SELECT_LIST } from '../stored-response.js'
@@ -32,14 +32,15 @@ const PET_BY_ID = `select ${PET_JSON} as json from pets where id = $1`
 // run as a transaction of its own, a group of creates in one round trip; its wait for the locks has a
 // deadline of its own ($5), as no `set local` comes before it. The pets come as arrays, in the order
 // given: one statement of five values, for any number. Each pet's id is drawn before its row is
-// inserted, so that the statement answers only the ids, in the order given, as one text: the service
-// has the rest, without parsing a row a pet (int8 into BigInt) and matching the rows to the pets.
+// inserted (`numbered`, read twice, is computed once), so that the statement answers only the ids, in
+// the order given, as one text: the service has the rest, without parsing a row a pet (int8 into
+// BigInt) and matching the rows to the pets.
 const INSERT_PETS = `with locked as materialized (select set_config('lock_timeout', $5, true),
     pg_advisory_xact_lock(${PET_INSERT_LOCK}), pg_advisory_xact_lock(${EVENT_INSERT_LOCK}), pg_get_serial_sequence('pets', 'id')::regclass as ids),
   numbered as (select nextval(locked.ids) as id, pet.* from locked,
       unnest($1::text[], $2::bigint[], $3::text[]) with ordinality as pet (name, category_id, status, position)
     order by pet.position),
-  created as (insert into pets (id, name, category_id, status, created_at) select id, name, category_id, status, $4 from numbered
+  created as (insert into pets (id, ${PET_INSERT_COLUMNS}) select id, name, category_id, status, $4 from numbered
     returning ${PET_COLUMN_LIST}),
   recorded as (insert into events (type, occurred_at, data) select 'pet.created', $4, ${PET_JSON} from created order by id)
   select coalesce(string_agg(id::text, ',' order by position), '') as ids from numbered`

@@ -11,7 +11,7 @@ import type { SqliteConnection } from './sqlite-connection.js'
 const CHUNK_SIZES = [512, 256, 128, 64, 32, 16, 8, 4, 2, 1]
 const INSERT_PETS = new Map(CHUNK_SIZES.map((rows) => [
   rows,
-  `insert into pets ${PET_INSERT_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`
+  `insert into pets (${PET_INSERT_COLUMNS}) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`
 ]))
 
 // No RETURNING: reading the rows back was a measurable part of an insert's cost (docs/benchmarks.md),
