@@ -8,6 +8,7 @@ import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import { unsupportedMediaType } from './json-body.js'
 import { holdRequestsAfter } from './pipelined-requests.js'
+import { announcesBody } from './request-head.js'
 import { SECURITY_HEADERS } from './security-headers.js'
 
 declare module 'fastify' {
@@ -85,12 +86,8 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
   // Answered before its body was read (a 401 to a POST announcing gigabytes, say): the rest of the body
   // would be read and thrown away to keep the connection; closing it spares that. (A request without a
   // body is not `complete` yet when a synchronous hook answers it; its connection stays.)
-  if (hasBody(request) && !request.raw.complete) reply.header('connection', 'close')
+  if (announcesBody(request.raw) && !request.raw.complete) reply.header('connection', 'close')
   reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
-}
-
-function hasBody ({ headers }: FastifyRequest): boolean {
-  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
 }
 
 /** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
+import { announcesBody } from './request-head.js'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
@@ -27,7 +28,7 @@ export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
     const socket = request.raw.socket
     const before = lastBarrier.get(socket)
-    if (!SAFE_METHODS.has(request.method) || hasBody(request.raw)) lastBarrier.set(socket, reply.raw)
+    if (!SAFE_METHODS.has(request.method) || announcesBody(request.raw)) lastBarrier.set(socket, reply.raw)
     if (before === undefined) {
       done()
     } else if (before.writableFinished || before.destroyed) {
@@ -48,10 +49,6 @@ export default fp(async (app) => {
  */
 export function holdRequestsAfter (request: IncomingMessage, response: ServerResponse): void {
   lastBarrier.set(request.socket, response)
-}
-
-function hasBody ({ headers }: IncomingMessage): boolean {
-  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined
 }
 
 /** Node ends the connection when it has written an answer that closes it. */
