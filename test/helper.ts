@@ -179,12 +179,22 @@ export async function clientFor (testApp: TestApp): Promise<PetStoreClient> {
 /** A raw TCP connection to the test's app (listening on a free loopback port), and all it has received so far. */
 export async function openRawConnection (testApp: TestApp): Promise<{ socket: Socket, received: () => string }> {
   if (!testApp.app.server.listening) await testApp.app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = testApp.app.server.address() as AddressInfo
+  return connectRaw((testApp.app.server.address() as AddressInfo).port)
+}
+
+/** A raw TCP connection to a loopback port, and all it has received so far. */
+export function connectRaw (port: number): { socket: Socket, received: () => string } {
   const socket = connect(port, '127.0.0.1')
   let received = ''
   socket.on('data', (chunk) => { received += chunk })
   socket.on('error', () => {}) // the server may close while the client still writes
   return { socket, received: () => received }
+}
+
+/** Waits until what a raw connection received passes `seen`, or 5 s; the test then asserts on it either way. */
+export async function untilReceived (received: () => string, seen: (text: string) => boolean): Promise<void> {
+  const deadline = Date.now() + 5000
+  while (!seen(received()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
 }
 
 /** Sends `request` on a connection of its own and ends it; resolves with all the server wrote back, once it closed the connection. */

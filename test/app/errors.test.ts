@@ -4,7 +4,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { test } from 'node:test'
-import { build, closesWithin, errorOf, exchange, forEachStore, openRawConnection } from '../helper.js'
+import { build, closesWithin, errorOf, exchange, forEachStore, openRawConnection, untilReceived } from '../helper.js'
 
 forEachStore((store) => {
   test('an unknown path is a 404 Error body, with or without a key', async (t) => {
@@ -181,8 +181,7 @@ test('Expect: 100-continue is answered 100 Continue only when the body is to be 
   }
   const { socket, received } = await openRawConnection(testApp)
   socket.write(head(['/v1/pets', 'Host: x', `Authorization: ${testApp.auth.authorization}`]))
-  const deadline = Date.now() + 5000
-  while (!received().includes('\r\n\r\n') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+  await untilReceived(received, (text) => text.includes('\r\n\r\n'))
   assert.equal(received(), 'HTTP/1.1 100 Continue\r\n\r\n')
   socket.end(body)
   await once(socket, 'close')
@@ -192,8 +191,7 @@ test('Expect: 100-continue is answered 100 Continue only when the body is to be 
   const create = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
   const pipelined = await openRawConnection(testApp)
   pipelined.socket.write(create + create.replace('\r\n\r\n', '\r\nExpect: 100-continue\r\n\r\n') + create)
-  const until = Date.now() + 5000
-  while ((pipelined.received().match(/HTTP\/1\.1 201 /g) ?? []).length < 3 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5))
+  await untilReceived(pipelined.received, (text) => (text.match(/HTTP\/1\.1 201 /g) ?? []).length >= 3)
   assert.equal((pipelined.received().match(/HTTP\/1\.1 201 /g) ?? []).length, 3, pipelined.received())
   assert.doesNotMatch(pipelined.received(), /connection: close/i)
   pipelined.socket.destroy()
@@ -352,8 +350,7 @@ test('a request with an Expect header and no body keeps its connection, and a cr
   for (const first of [list('100-continue'), list('100-continue').replace('\r\n\r\n', '\r\nContent-Length: 0\r\n\r\n')]) {
     const kept = await openRawConnection(testApp)
     kept.socket.write(first + create)
-    const deadline = Date.now() + 5000
-    while (!/HTTP\/1\.1 201 /.test(kept.received()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    await untilReceived(kept.received, (text) => /HTTP\/1\.1 201 /.test(text))
     const finals = kept.received().split(/(?=HTTP\/1\.1 [2-5]\d\d )/).slice(1)
     assert.deepEqual(finals.map((answer) => answer.slice(0, 12)), ['HTTP/1.1 200', 'HTTP/1.1 201'], kept.received())
     assert.doesNotMatch(finals[0]!, /connection: close/i)

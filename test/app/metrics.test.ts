@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
-import { checkAnswers, closesWithin, createKey, createTestStore, defer, TEST_LIMITS } from '../helper.js'
+import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, TEST_LIMITS, untilReceived } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
@@ -100,34 +100,27 @@ test('the metrics listener answers HEAD /metrics as GET without the body, anothe
   assert.equal(await head.text(), '')
   // The absolute form of the target, which a server must take (RFC 9112, section 3.2.2), and a query.
   for (const target of ['http://127.0.0.1/metrics', '/metrics?name=http_requests_total']) {
-    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1')
-    let answer = ''
-    socket.on('data', (chunk) => { answer += chunk })
+    const { socket, received } = connectRaw((server.address() as AddressInfo).port)
     socket.end(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
     await once(socket, 'close')
-    assert.match(answer, /^HTTP\/1\.1 200 /, target)
+    assert.match(received(), /^HTTP\/1\.1 200 /, target)
   }
   const deleted = await fetch(url, { method: 'DELETE' })
   assert.equal(deleted.status, 405)
   assert.equal(deleted.headers.get('allow'), 'GET, HEAD')
   assert.deepEqual(await deleted.json(), { code: 'method_not_allowed', message: 'DELETE is not allowed here; use GET, HEAD', status: 405 })
-  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1')
-  let received = ''
-  socket.on('data', (chunk) => { received += chunk })
+  const { socket, received } = connectRaw((server.address() as AddressInfo).port)
   socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n')
-  const deadline = Date.now() + 5000
-  while (!/\r\n\r\n[^]*\r\n\r\n/.test(received) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
-  assert.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
-  assert.doesNotMatch(received, /connection: close/i)
+  await untilReceived(received, (text) => /\r\n\r\n[^]*\r\n\r\n/.test(text))
+  assert.match(received(), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+  assert.doesNotMatch(received(), /connection: close/i)
   socket.destroy()
 
   // Behind an answer still to be written, a 417 comes in its turn.
-  const behind = connect((server.address() as AddressInfo).port, '127.0.0.1')
-  let behindReceived = ''
-  behind.on('data', (chunk) => { behindReceived += chunk })
+  const { socket: behind, received: behindReceived } = connectRaw((server.address() as AddressInfo).port)
   behind.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n')
   assert.ok(await closesWithin(behind, 5000), 'the connection stayed open after the 417')
-  assert.deepEqual(behindReceived.split(/(?=HTTP\/1\.1 \d{3} )/).map((answer) => answer.slice(0, 12)), ['HTTP/1.1 200', 'HTTP/1.1 417'])
+  assert.deepEqual(behindReceived().split(/(?=HTTP\/1\.1 \d{3} )/).map((answer) => answer.slice(0, 12)), ['HTTP/1.1 200', 'HTTP/1.1 417'])
 })
 
 test('without the process metrics (METRICS_PORT unset) answers and store calls are counted all the same', async (t) => {
