@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { responseHeaders, type HeaderName } from './openapi/response-headers.js'
+import { withoutSecrets } from './without-secrets.js'
 
 /**
  * Every value `Error.code` can take, with the HTTP status it comes with and when; the OpenAPI document
@@ -67,8 +68,9 @@ export class ApiError extends Error {
     this.headers = options.headers ?? {}
   }
 
+  /** The Error body. Its message may quote the request (a field's name, a header): never a key or secret it held. */
   toBody (): ErrorBody {
-    return { code: this.code, message: this.message, status: this.status }
+    return { code: this.code, message: withoutSecrets(this.message), status: this.status }
   }
 }
 

@@ -1,6 +1,8 @@
 import type { FastifySchemaValidationError } from 'fastify'
 import { printable } from '../printable.js'
+import { withoutSecrets } from '../without-secrets.js'
 
+// A name is cut to this, after any key or secret in it is redacted (cut first, part of one would be left).
 const MAX_ECHOED_NAME = 64
 
 interface Part {
@@ -68,7 +70,7 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
       return `is missing the required ${missing.length === 1 ? part.field : part.fields} ${listOf(missing.map(quote))}`
     }
     case 'additionalProperties':
-      return `has an unknown ${part.field} ${quote(printable(String(params.additionalProperty).slice(0, MAX_ECHOED_NAME)))}`
+      return `has an unknown ${part.field} ${quote(printable(withoutSecrets(String(params.additionalProperty)).slice(0, MAX_ECHOED_NAME)))}`
     case 'enum':
       return `must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`
     case 'type':

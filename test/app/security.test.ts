@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import loadShedding from '../../src/plugins/load-shedding.js'
 import { SECURITY_HEADERS } from '../../src/plugins/security-headers.js'
-import { build, checkAnswers, createKey, createTestStore, defer, errorOf, openRawConnection, TEST_LIMITS } from '../helper.js'
+import { build, checkAnswers, createKey, createTestStore, defer, errorOf, exchange, openRawConnection, TEST_LIMITS } from '../helper.js'
 
 /** Every character of `text` percent-encoded, as a URL encoder that encodes everything would send it. */
 function percentEncoded (text: string): string {
@@ -82,6 +82,32 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)
+})
+
+test('keys and webhook secrets a request puts where they do not belong are not quoted back in its error answer', async (t) => {
+  const testApp = await build(t)
+  const key = testApp.auth.authorization.slice('Bearer '.length)
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+  const create = (payload: string, contentType = 'application/json') => ({ method: 'POST' as const, url: '/v1/pets', headers: { ...testApp.auth, 'content-type': contentType }, payload })
+  const requests = [
+    { url: `/v1/pets?${key}=1`, headers: testApp.auth },
+    { url: `/v1/pets?ps%5F${key.slice(3)}=1`, headers: testApp.auth },
+    create(`{"name":"a","categoryId":1,"${key}":1}`),
+    create(`{"name":"a","categoryId":1,"${secret}":1}`),
+    // A name cut to its first characters: cut before the key is redacted, its first part would be quoted.
+    create(`{"name":"a","categoryId":1,"${'x'.repeat(40)}${key}":1}`),
+    create('{}', `text/${key}`)
+  ]
+  const answers = await Promise.all(requests.map(async (request) => {
+    const response = await testApp.app.inject(request)
+    assert.ok(response.statusCode >= 400 && response.statusCode < 500, `${request.url}: ${response.statusCode}`)
+    return response.body
+  }))
+  answers.push(await exchange(testApp, `GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: ${key}\r\n\r\n`))
+  for (const answer of answers) {
+    assert.match(answer, /\[redacted\]/, 'the answer quotes what was sent, the secret in it redacted')
+    for (const part of [key.slice(3, 20), key.slice(-20), secret.slice(6)]) assert.ok(!answer.includes(part), `a secret was quoted: ${answer}`)
+  }
 })
 
 test('an event loop blocked while the service starts is not overload: the first request once ready is served', async (t) => {
