@@ -87,7 +87,9 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
   // would be read and thrown away to keep the connection; closing it spares that. (A request without a
   // body is not `complete` yet when a synchronous hook answers it; its connection stays.)
   if (announcesBody(request.raw) && !request.raw.complete) reply.header('connection', 'close')
-  reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody())
+  // Set here too, as the other error writers below do: a refusal by a hook before security-headers'
+  // own, or by the router (a malformed path, an id too long), comes before that hook or without it.
+  reply.code(apiError.status).headers(SECURITY_HEADERS).headers(apiError.headers).send(apiError.toBody())
 }
 
 /** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */

@@ -43,6 +43,24 @@ test('answers Node gives before the app (malformed HTTP, an Expect it cannot mee
   }
 })
 
+test('requests refused before their route runs (their head, a malformed path, an id too long) get the security headers too', async (t) => {
+  const testApp = await build(t)
+  const raws = [
+    'GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: bad host\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n',
+    'POST /v1/pets HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    `GET /v1/pets/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\nConnection: close\r\n\r\n`,
+    `GET /v1/pets/${'1'.repeat(9000)} HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\nConnection: close\r\n\r\n`
+  ]
+  for (const raw of raws) {
+    const head = (await exchange(testApp, raw)).split('\r\n\r\n', 1)[0]!.toLowerCase()
+    assert.match(head, /^http\/1\.1 4\d\d /, raw.slice(0, 40))
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) assert.ok(head.includes(`\r\n${name}: ${value.toLowerCase()}`), `${name} missing from ${head}`)
+  }
+})
+
 test('keys, their hashes, webhook secrets and Authorization headers never reach the logs, in a URL either', async (t) => {
   const logs = new PassThrough()
   let written = ''
