@@ -1220,6 +1220,25 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description A path parameter (an id) is longer than 8,192 characters */
+        UriTooLong: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "uri_too_long",
+                 *       "message": "A path segment is longer than 8192 characters",
+                 *       "status": 414
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -1655,6 +1674,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1731,6 +1751,16 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter (an id) is longer than 8,192 characters */
+            414: {
+                headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2506,6 +2536,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A path parameter (an id) is longer than 8,192 characters */
+            414: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "uri_too_long",
+                     *       "message": "A path segment is longer than 8192 characters",
+                     *       "status": 414
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -2674,6 +2726,19 @@ export interface operations {
             };
             /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
             410: {
+                headers: {
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter (an id) is longer than 8,192 characters */
+            414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
@@ -3085,6 +3150,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3161,6 +3227,16 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter (an id) is longer than 8,192 characters */
+            414: {
+                headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -3325,6 +3401,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3694,6 +3771,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3767,6 +3845,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3844,6 +3923,16 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter (an id) is longer than 8,192 characters */
+            414: {
+                headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -3975,6 +4064,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored */
             422: {
@@ -4070,6 +4160,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4152,6 +4243,16 @@ export interface operations {
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
+                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter (an id) is longer than 8,192 characters */
+            414: {
+                headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -4311,6 +4412,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Too many requests, or 100 retries of this subscription are queued already */
             429: {
@@ -4412,6 +4514,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

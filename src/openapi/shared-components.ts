@@ -18,6 +18,7 @@ const ERROR_RESPONSE_NAMES: Record<string, string> = {
   410: 'Gone',
   409: 'Conflict',
   413: 'ContentTooLarge',
+  414: 'UriTooLong',
   415: 'UnsupportedMediaType',
   422: 'UnprocessableContent',
   429: 'TooManyRequests',

@@ -39,10 +39,8 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
   if (error instanceof ApiError) return error
   const fastifyError = error as FastifyError
   if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return unsupportedMediaType(request.headers['content-type'])
-  if (fastifyError.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    // Fastify's message holds the whole path: kilobytes sent back for nothing.
-    return new ApiError(414, 'uri_too_long', `A path segment is longer than ${request.server.initialConfig.routerOptions?.maxParamLength ?? 0} characters`, { cause: error })
-  }
+  // Fastify's message holds the whole path: kilobytes sent back for nothing.
+  if (fastifyError.code === 'FST_ERR_MAX_PARAM_LENGTH') return uriTooLong(request.server.initialConfig.routerOptions?.maxParamLength ?? 0, error)
   if (fastifyError.code === 'FST_ERR_BAD_URL') {
     // Fastify's message quotes the whole URL, with whatever key was put in its query.
     return new ApiError(400, 'bad_request', 'The path is not valid percent-encoded UTF-8', { cause: error })
@@ -134,6 +132,11 @@ function hasTrailingSlash (url: string): boolean {
 }
 
 const SLASH = 0x2f
+
+/** The 414 answer to a path parameter (an id) longer than the router takes. */
+export function uriTooLong (maxParamLength: number, cause?: unknown): ApiError {
+  return new ApiError(414, 'uri_too_long', `A path segment is longer than ${maxParamLength} characters`, { cause })
+}
 
 /** The 405 answer to `method` on a path that serves only the `allowed` methods (in ROUTE_METHODS order). */
 export function methodNotAllowed (method: string, allowed: string[]): ApiError {

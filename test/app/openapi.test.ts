@@ -39,7 +39,7 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '403', '405', '409', '413', '415', '422', '429', '500', '503'])
   assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '403', '405', '429', '500', '503'])
   assert.equal(doc.paths['/pets'].post.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
-  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '410', '429', '500', '503'])
+  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '410', '414', '429', '500', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
   assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
     'Category', 'CreatedWebhook', 'Error', 'Event', 'NewCategory', 'NewOrder', 'NewPet', 'NewWebhook', 'Order', 'OrderStatus', 'Pet', 'PetStatus',
@@ -126,7 +126,7 @@ test('the headers an answer carries are declared on its response in the document
   assert.equal(await check('/pets', 'get', { url: '/v1/pets', headers: auth }), 429)
 })
 
-test('the documented 400, 404 and 405 examples are the answers the server gives', async (t) => {
+test('the documented 400, 404, 405 and 414 examples are the answers the server gives', async (t) => {
   const testApp = await build(t)
   const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
   const headers = testApp.auth
@@ -163,11 +163,13 @@ test('the documented 400, 404 and 405 examples are the answers the server gives'
   for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
     for (const [method, operation] of Object.entries<any>(item)) {
       if (method === 'head') continue
-      for (const status of ['400', '404', '405']) {
+      for (const status of ['400', '404', '405', '414']) {
         const documented = resolve(doc, operation.responses[status])?.content['application/json'].example
         if (documented === undefined) continue
-        // A 405 example names the method it answers.
-        const request = status === '405' ? { method: documented.message.split(' ')[0], url: `/v1${path.replace(/\{\w+\}/, '1')}` } : requests[`${method} ${path}`]?.[status]
+        // A 405 example names the method it answers; a 414 is any id too long.
+        const request = status === '405' ?
+            { method: documented.message.split(' ')[0], url: `/v1${path.replace(/\{\w+\}/, '1')}` } :
+          status === '414' ? { method: method.toUpperCase() as 'GET', url: `/v1${path.replace(/\{\w+\}/, '1'.repeat(8193))}` } : requests[`${method} ${path}`]?.[status]
         assert.ok(request !== undefined, `a request for ${method} ${path} ${status}`)
         const response = await testApp.app.inject({ ...request, headers })
         assert.deepEqual(response.json(), documented, `${method} ${path} ${status}`)
@@ -175,7 +177,7 @@ test('the documented 400, 404 and 405 examples are the answers the server gives'
       }
     }
   }
-  assert.equal(compared, 50)
+  assert.equal(compared, 60)
 })
 
 test('a validator that does not know the pet-name format still refuses the names the server refuses, but for their length', async (t) => {
@@ -196,7 +198,7 @@ test('error responses and parameters are reusable components; HEAD is declared; 
   const doc = served.json()
   assert.deepEqual(Object.keys(doc.components.responses).sort(), [
     'BadRequest', 'Conflict', 'ContentTooLarge', 'Forbidden', 'Gone', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
-    'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType'
+    'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType', 'UriTooLong'
   ])
   const text = JSON.stringify(doc.paths)
   for (const name of Object.keys(doc.components.responses)) assert.ok(text.includes(`"#/components/responses/${name}"`), `${name} is referenced`)
