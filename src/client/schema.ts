@@ -985,6 +985,26 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request is malformed or holds invalid values */
+        BadRequestWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "validation_failed",
+                 *       "message": "Query parameter `limit` must be an integer from 1 to 100",
+                 *       "status": 400
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A request with the same `Idempotency-Key` is still being processed */
         Conflict: {
             headers: {
@@ -1005,10 +1025,50 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description A category of this name exists (compared without regard to case); nothing was created */
+        ConflictWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "category_exists",
+                 *       "message": "A category named \"dogs\" exists already (id 3); names are compared without regard to case",
+                 *       "status": 409
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is larger than 16 KiB */
         ContentTooLarge: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "payload_too_large",
+                 *       "message": "The body is larger than the limit of 16384 bytes (16 KiB)",
+                 *       "status": 413
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body is larger than 16 KiB */
+        ContentTooLargeWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1044,10 +1104,54 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Events after `after` are no longer kept: read the current state, then continue from the oldest event kept */
+        /** @description The API key lacks the scope this operation needs */
+        ForbiddenWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "insufficient_scope",
+                 *       "message": "This operation needs the scope pets:write, which the API key does not hold",
+                 *       "status": 403
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
         Gone: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                Sunset: components["headers"]["Sunset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "gone",
+                 *       "message": "getPet was removed on 5 December 2030; use GET /v1/pets (listPets) with the status filter",
+                 *       "status": 410
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Events after `after` are no longer kept: read the current state, then continue from the oldest event kept */
+        GoneWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1067,6 +1171,26 @@ export interface components {
         InternalError: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "internal_error",
+                 *       "message": "Internal error (request id 9f1c2b7e-3d4a-4e5f-8a6b-0c1d2e3f4a5b)",
+                 *       "status": 500
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A fault in the service; it is logged with the request id */
+        InternalErrorWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1102,10 +1226,54 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
+        MethodNotAllowedWithStability: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "method_not_allowed",
+                 *       "message": "PUT is not allowed here; use GET, HEAD, POST",
+                 *       "status": 405
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Not found */
         NotFound: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                Sunset: components["headers"]["Sunset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "No pet with id 42",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not found */
+        NotFoundWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1125,6 +1293,27 @@ export interface components {
         ServiceUnavailable: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "service_unavailable",
+                 *       "message": "The store is unavailable; retry later",
+                 *       "status": 503
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
+        ServiceUnavailableWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "Retry-After": components["headers"]["Retry-After"];
@@ -1161,10 +1350,52 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Too many requests; retry after `Retry-After` seconds */
+        TooManyRequestsWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "rate_limited",
+                 *       "message": "Rate limit of 600 requests per minute exceeded; retry in 30 s",
+                 *       "status": 429
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Missing or invalid API key */
         Unauthorized: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "unauthorized",
+                 *       "message": "The API key is invalid or revoked",
+                 *       "status": 401
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Missing or invalid API key */
+        UnauthorizedWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1200,6 +1431,26 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The `Idempotency-Key` was used before with a different body */
+        UnprocessableContentWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "This Idempotency-Key was used with a different request body",
+                 *       "status": 422
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is not `application/json` in UTF-8, or comes in a content coding (gzip, say) */
         UnsupportedMediaType: {
             headers: {
@@ -1220,10 +1471,54 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The body is not `application/json` in UTF-8, or comes in a content coding (gzip, say) */
+        UnsupportedMediaTypeWithStability: {
+            headers: {
+                "Accept-Encoding": components["headers"]["Accept-Encoding"];
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "unsupported_media_type",
+                 *       "message": "Content-Type text/plain is not accepted; send the body as application/json in UTF-8",
+                 *       "status": 415
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A path parameter (an id) is longer than 8,192 characters */
         UriTooLong: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                Deprecation: components["headers"]["Deprecation"];
+                Link: components["headers"]["Link"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                Sunset: components["headers"]["Sunset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "uri_too_long",
+                 *       "message": "A path segment is longer than 8192 characters",
+                 *       "status": 414
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A path parameter (an id) is longer than 8,192 characters */
+        UriTooLongWithStability: {
+            headers: {
+                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1317,6 +1612,8 @@ export interface components {
         Allow: string;
         /** @description When the API key expires (HTTP-date), sent while that is less than 7 days away, so that clients can warn their operators */
         "API-Key-Expiration": string;
+        /** @description On every answer of an operation marked `x-stability`, its marker: `experimental` (it may change or go at any time) or `beta` (it changes only with 30 days' notice) */
+        "API-Stability": "experimental" | "beta";
         /** @description RFC 9745: when the operation was deprecated, as `@` and Unix seconds */
         Deprecation: string;
         /** @description Present on the stored answer to a retry with the same `Idempotency-Key` */
@@ -1358,6 +1655,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1379,13 +1677,13 @@ export interface operations {
                     "application/json": components["schemas"]["Category"][];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            405: components["responses"]["MethodNotAllowed"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            400: components["responses"]["BadRequestWithStability"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            405: components["responses"]["MethodNotAllowedWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     createCategory: {
@@ -1414,6 +1712,7 @@ export interface operations {
             201: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1434,6 +1733,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1449,34 +1749,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            405: components["responses"]["MethodNotAllowed"];
-            /** @description A category of this name exists (compared without regard to case); nothing was created */
-            409: {
-                headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "category_exists",
-                     *       "message": "A category named \"dogs\" exists already (id 3); names are compared without regard to case",
-                     *       "status": 409
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            413: components["responses"]["ContentTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableContent"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            405: components["responses"]["MethodNotAllowedWithStability"];
+            409: components["responses"]["ConflictWithStability"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            422: components["responses"]["UnprocessableContentWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "listCategories-head": {
@@ -1497,6 +1779,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1508,6 +1791,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1518,6 +1802,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1529,6 +1814,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1541,6 +1827,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1551,6 +1838,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1562,6 +1850,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1572,6 +1861,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1600,6 +1890,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1618,6 +1909,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1633,12 +1925,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
             /** @description Not found */
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1659,6 +1952,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1674,10 +1968,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            414: components["responses"]["UriTooLongWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "getCategory-head": {
@@ -1699,6 +1993,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1709,6 +2004,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1719,6 +2015,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1730,6 +2027,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1741,6 +2039,7 @@ export interface operations {
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1752,6 +2051,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1762,6 +2062,7 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1772,6 +2073,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1783,6 +2085,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1793,6 +2096,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -1825,6 +2129,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1865,6 +2170,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1880,13 +2186,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1902,10 +2209,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            410: components["responses"]["Gone"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            410: components["responses"]["GoneWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "listEvents-head": {
@@ -1931,6 +2238,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -1942,6 +2250,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1952,6 +2261,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1963,6 +2273,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -1975,6 +2286,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1985,6 +2297,7 @@ export interface operations {
             410: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1995,6 +2308,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2006,6 +2320,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2016,6 +2331,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2052,6 +2368,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2064,6 +2381,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2079,13 +2397,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2101,11 +2420,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            410: components["responses"]["Gone"];
+            410: components["responses"]["GoneWithStability"];
             /** @description Too many requests, or the key holds as many open streams as it may (`MAX_STREAMS_PER_KEY`) */
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2121,8 +2441,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     listPets: {
@@ -2469,28 +2789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found */
-            404: {
-                headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Link: components["headers"]["Link"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Sunset: components["headers"]["Sunset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "not_found",
-                     *       "message": "No pet with id 42",
-                     *       "status": 404
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            404: components["responses"]["NotFound"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
@@ -2514,50 +2813,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
-            410: {
-                headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Link: components["headers"]["Link"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Sunset: components["headers"]["Sunset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "gone",
-                     *       "message": "getPet was removed on 5 December 2030; use GET /v1/pets (listPets) with the status filter",
-                     *       "status": 410
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description A path parameter (an id) is longer than 8,192 characters */
-            414: {
-                headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Link: components["headers"]["Link"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Sunset: components["headers"]["Sunset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": "uri_too_long",
-                     *       "message": "A path segment is longer than 8192 characters",
-                     *       "status": 414
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            410: components["responses"]["Gone"];
+            414: components["responses"]["UriTooLong"];
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -2813,6 +3070,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2833,13 +3091,13 @@ export interface operations {
                     "application/json": components["schemas"]["Order"][];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            405: components["responses"]["MethodNotAllowed"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            400: components["responses"]["BadRequestWithStability"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            405: components["responses"]["MethodNotAllowedWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     createOrder: {
@@ -2865,6 +3123,7 @@ export interface operations {
             201: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2887,6 +3146,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2902,13 +3162,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            405: components["responses"]["MethodNotAllowed"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            405: components["responses"]["MethodNotAllowedWithStability"];
             /** @description The pet is not available */
             409: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2924,12 +3185,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
             /** @description No pet has this petId */
             422: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2945,9 +3207,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "listOrders-head": {
@@ -2970,6 +3232,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2981,6 +3244,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2991,6 +3255,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3002,6 +3267,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3014,6 +3280,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3024,6 +3291,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3035,6 +3303,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3045,6 +3314,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3073,6 +3343,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3094,6 +3365,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3109,12 +3381,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
             /** @description Not found */
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3135,6 +3408,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3150,10 +3424,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            414: components["responses"]["UriTooLongWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "getOrder-head": {
@@ -3175,6 +3449,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3185,6 +3460,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3195,6 +3471,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3206,6 +3483,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3217,6 +3495,7 @@ export interface operations {
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3228,6 +3507,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3238,6 +3518,7 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3248,6 +3529,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3259,6 +3541,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3269,6 +3552,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3304,6 +3588,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3325,6 +3610,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3340,12 +3626,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
             /** @description Not found */
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3366,6 +3653,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3385,6 +3673,7 @@ export interface operations {
             409: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3400,12 +3689,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            414: components["responses"]["UriTooLongWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     listWebhooks: {
@@ -3426,6 +3715,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -3452,13 +3742,13 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"][];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            405: components["responses"]["MethodNotAllowed"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            400: components["responses"]["BadRequestWithStability"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            405: components["responses"]["MethodNotAllowedWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     createWebhook: {
@@ -3492,6 +3782,7 @@ export interface operations {
             201: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -3522,6 +3813,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3537,13 +3829,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            405: components["responses"]["MethodNotAllowed"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            405: components["responses"]["MethodNotAllowedWithStability"];
             /** @description There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed */
             409: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3559,12 +3852,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
             /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored; or the `Idempotency-Key` was used before with another body */
             422: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3580,9 +3874,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "listWebhooks-head": {
@@ -3603,6 +3897,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -3614,6 +3909,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3624,6 +3920,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3635,6 +3932,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3647,6 +3945,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3657,6 +3956,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3668,6 +3968,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3678,6 +3979,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3706,6 +4008,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3733,6 +4036,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3748,14 +4052,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            404: components["responses"]["NotFoundWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3771,10 +4076,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            414: components["responses"]["UriTooLongWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     deleteWebhook: {
@@ -3796,6 +4101,7 @@ export interface operations {
             204: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3806,6 +4112,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3821,14 +4128,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            404: components["responses"]["NotFoundWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3844,12 +4152,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            414: components["responses"]["UriTooLongWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "getWebhook-head": {
@@ -3871,6 +4179,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3881,6 +4190,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3891,6 +4201,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3902,6 +4213,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -3913,6 +4225,7 @@ export interface operations {
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3924,6 +4237,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3934,6 +4248,7 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3944,6 +4259,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3955,6 +4271,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3965,6 +4282,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3998,6 +4316,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4025,6 +4344,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4040,14 +4360,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            404: components["responses"]["NotFoundWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4063,13 +4384,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            414: components["responses"]["UriTooLongWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
             /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored */
             422: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4085,9 +4407,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     listWebhookDeliveries: {
@@ -4114,6 +4436,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -4136,15 +4459,16 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"][];
                 };
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            400: components["responses"]["BadRequestWithStability"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            404: components["responses"]["NotFoundWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4160,10 +4484,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            414: components["responses"]["UriTooLongWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     "listWebhookDeliveries-head": {
@@ -4190,6 +4514,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -4201,6 +4526,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4211,6 +4537,7 @@ export interface operations {
             401: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -4222,6 +4549,7 @@ export interface operations {
             403: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -4233,6 +4561,7 @@ export interface operations {
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4244,6 +4573,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4254,6 +4584,7 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4264,6 +4595,7 @@ export interface operations {
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -4275,6 +4607,7 @@ export interface operations {
             500: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4285,6 +4618,7 @@ export interface operations {
             503: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -4318,6 +4652,7 @@ export interface operations {
             202: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4336,6 +4671,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4351,12 +4687,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
             /** @description Not found */
             404: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4377,6 +4714,7 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4396,6 +4734,7 @@ export interface operations {
             410: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4411,13 +4750,14 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            414: components["responses"]["UriTooLongWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
             /** @description Too many requests, or 100 retries of this subscription are queued already */
             429: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -4434,8 +4774,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     rotateWebhookSecret: {
@@ -4457,6 +4797,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4475,6 +4816,7 @@ export interface operations {
             400: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4490,14 +4832,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            401: components["responses"]["UnauthorizedWithStability"];
+            403: components["responses"]["ForbiddenWithStability"];
+            404: components["responses"]["NotFoundWithStability"];
             /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
             405: {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
+                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4513,12 +4856,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            413: components["responses"]["ContentTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            413: components["responses"]["ContentTooLargeWithStability"];
+            414: components["responses"]["UriTooLongWithStability"];
+            415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            429: components["responses"]["TooManyRequestsWithStability"];
+            500: components["responses"]["InternalErrorWithStability"];
+            503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
     receiveEvent: {

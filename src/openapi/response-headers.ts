@@ -27,6 +27,10 @@ export const HEADER_COMPONENTS = {
     description: 'When the API key expires (HTTP-date), sent while that is less than 7 days away, so that clients can warn their operators',
     schema: { type: 'string', examples: ['Mon, 01 Mar 2027 00:00:00 GMT'] }
   },
+  'API-Stability': {
+    description: 'On every answer of an operation marked `x-stability`, its marker: `experimental` (it may change or go at any time) or `beta` (it changes only with 30 days\' notice)',
+    schema: { type: 'string', enum: ['experimental', 'beta'] }
+  },
   'RateLimit-Policy': {
     description: 'draft-ietf-httpapi-ratelimit-headers-11: the quota (`q`) per window of `w` seconds; absent while limiting is off',
     schema: { type: 'string', examples: ['"default";q=600;w=60'] }
@@ -40,10 +44,7 @@ export const HEADER_COMPONENTS = {
  */
 export const GENERAL_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, 'cache-control': 'no-store' }
 
-/**
- * `API-Stability`, on every answer of an operation marked `x-stability`: the marker says it on the
- * operation, and the document's `info` explains the header once (see the compatibility policy).
- */
+/** `API-Stability`, on every answer of an operation marked `x-stability` (see the compatibility policy). */
 export const STABILITY_HEADER = 'api-stability'
 
 export type HeaderName = keyof typeof HEADER_COMPONENTS
@@ -57,12 +58,12 @@ export function responseHeaders (...names: HeaderName[]): Record<string, unknown
 const KEYED: HeaderName[] = ['RateLimit', 'RateLimit-Policy', 'API-Key-Expiration']
 const DEPRECATED: HeaderName[] = ['Deprecation', 'Sunset', 'Link']
 
-interface Operation { deprecated?: boolean, responses?: Record<string, { headers?: Record<string, unknown> }> }
+interface Operation { deprecated?: boolean, 'x-stability'?: string, responses?: Record<string, { headers?: Record<string, unknown> }> }
 
 /**
  * Every response of every operation (all under /v1, so all behind a key and counted by the rate
  * limit) gets the headers it carries, each as a `$ref` to its component: its own, the rate limit's
- * and the key's expiry, and on a deprecated operation the deprecation's.
+ * and the key's expiry, on a deprecated operation the deprecation's, and on a marked one `API-Stability`.
  */
 export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
   for (const item of Object.values(paths)) {
@@ -71,7 +72,8 @@ export function declareHeaders (paths: Record<string, Record<string, Operation>>
         const names = new Set([
           ...Object.keys(response.headers ?? {}) as HeaderName[],
           ...KEYED,
-          ...operation.deprecated === true ? DEPRECATED : []
+          ...operation.deprecated === true ? DEPRECATED : [],
+          ...operation['x-stability'] === undefined ? [] : ['API-Stability' as const]
         ])
         response.headers = Object.fromEntries([...names].map((name) => {
           if (!(name in HEADER_COMPONENTS)) throw new Error(`the response header ${name} has no component; declare it with responseHeaders()`)

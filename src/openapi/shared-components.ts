@@ -5,7 +5,7 @@
  */
 
 type Json = Record<string, unknown>
-interface Operation { parameters?: Json[], responses?: Record<string, Json> }
+interface Operation { 'x-stability'?: string, parameters?: Json[], responses?: Record<string, Json> }
 type Paths = Record<string, Record<string, Operation>>
 
 /** The reusable response of each error status, by its name in components.responses. */
@@ -35,18 +35,22 @@ const pascalCase = (words: string) => words.replace(/(?:^|[-_\s])(\w)/g, (_match
 /**
  * One reusable response per error status: the answer most operations give (an operation's own example
  * of that status, such as its 404 message, keeps its response inline, as do HEAD operations, whose
- * answers have no body). Mutates `paths`.
+ * answers have no body). The operations marked `x-stability` share one of their own, named
+ * `<name>WithStability`: their answers also declare API-Stability. Mutates `paths`.
  */
 export function shareErrorResponses (paths: Paths): Record<string, Json> {
   const components: Record<string, Json> = {}
   for (const [status, name] of Object.entries(ERROR_RESPONSE_NAMES)) {
-    const copies = operationsOf(paths).flatMap(({ method, operation }): Json[] => method === 'head' || operation.responses?.[status] === undefined ? [] : [operation.responses[status]])
-    const shared = mostCommon(copies)
-    if (shared === undefined) continue
-    components[name] = shared
-    for (const { operation } of operationsOf(paths)) {
-      const response = operation.responses?.[status]
-      if (response !== undefined && JSON.stringify(response) === JSON.stringify(shared)) operation.responses![status] = { $ref: `#/components/responses/${name}` }
+    for (const marked of [false, true]) {
+      const operations = operationsOf(paths).filter(({ method, operation }) => method !== 'head' && (operation['x-stability'] !== undefined) === marked)
+      const shared = mostCommon(operations.map(({ operation }) => operation.responses?.[status]).filter((response) => response !== undefined))
+      if (shared === undefined) continue
+      const component = marked ? `${name}WithStability` : name
+      components[component] = shared
+      for (const { operation } of operations) {
+        const response = operation.responses?.[status]
+        if (response !== undefined && JSON.stringify(response) === JSON.stringify(shared)) operation.responses![status] = { $ref: `#/components/responses/${component}` }
+      }
     }
   }
   return components

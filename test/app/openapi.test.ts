@@ -124,6 +124,10 @@ test('the headers an answer carries are declared on its response in the document
   assert.equal(await check('/pets', 'get', { url: '/v1/pets?limit=1', headers: auth }), 200)
   assert.equal(await check('/pets/{petId}', 'get', { url: '/v1/pets/1', headers: { authorization: 'Bearer wrong' } }), 401)
   assert.equal(await check('/pets', 'get', { url: '/v1/pets', headers: auth }), 429)
+  // A beta and an experimental operation's answers carry API-Stability.
+  assert.equal(await check('/categories', 'get', { url: '/v1/categories', headers: { authorization: 'Bearer wrong' } }), 401)
+  assert.equal(await check('/store/orders/{orderId}', 'get', { url: '/v1/store/orders/1', headers: { authorization: 'Bearer wrong' } }), 401)
+  assert.equal(doc.paths['/pets'].get.responses[200].headers['API-Stability'], undefined, 'only on marked operations')
 })
 
 test('the documented 400, 404, 405 and 414 examples are the answers the server gives', async (t) => {
@@ -196,10 +200,11 @@ test('error responses and parameters are reusable components; HEAD is declared; 
   const testApp = await build(t)
   const served = await testApp.app.inject({ url: '/v1/openapi.json' })
   const doc = served.json()
-  assert.deepEqual(Object.keys(doc.components.responses).sort(), [
-    'BadRequest', 'Conflict', 'ContentTooLarge', 'Forbidden', 'Gone', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
-    'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType', 'UriTooLong'
-  ])
+  const shared = ['BadRequest', 'Conflict', 'ContentTooLarge', 'Forbidden', 'Gone', 'InternalError', 'MethodNotAllowed', 'NotFound', 'ServiceUnavailable',
+    'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType', 'UriTooLong']
+  // The beta and experimental operations' answers also declare API-Stability: they share their own.
+  assert.deepEqual(Object.keys(doc.components.responses).sort(), shared.flatMap((name) => [name, `${name}WithStability`]))
+  assert.deepEqual(doc.paths['/categories'].get.responses[401], { $ref: '#/components/responses/UnauthorizedWithStability' })
   const text = JSON.stringify(doc.paths)
   for (const name of Object.keys(doc.components.responses)) assert.ok(text.includes(`"#/components/responses/${name}"`), `${name} is referenced`)
   for (const name of Object.keys(doc.components.parameters)) assert.ok(text.includes(`"#/components/parameters/${name}"`), `${name} is referenced`)
