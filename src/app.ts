@@ -173,7 +173,10 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
 
   const { db } = store
   const verifier = new ApiKeyVerifier(db, clock, verifierOptions)
-  app.addHook('onClose', async () => { await verifier.close() })
+  // Closing goes on without them: a shutdown during a store outage must still close the store and exit.
+  app.addHook('onClose', async () => {
+    await verifier.close().catch((err: unknown) => { app.log.warn({ err }, 'the API keys\' last-used times of the last seconds could not be written: they are lost') })
+  })
   for (const [what, deletion] of [
     ['expired idempotency keys', () => purgeExpiredKeys(db, clock)],
     ['expired events', async () => await pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS, await findOldestOwedPosition(db))],

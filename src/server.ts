@@ -57,8 +57,11 @@ export async function serve (config: Config): Promise<void> {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
     else app.log.info({ signal }, 'shutting down')
     metricsServer?.close()
-    await app.close()
-    await store.close()
+    try {
+      await app.close()
+    } finally {
+      await store.close() // whatever else failed to close: its commits, its writer thread, its connections
+    }
   })
 
   try {

@@ -106,13 +106,24 @@ export class ApiKeyVerifier {
     return key
   }
 
-  /** Writes the last-used times gathered since the previous flush. */
+  /**
+   * Writes the last-used times gathered since the previous flush. Those it could not write (the store
+   * down, say) are kept for the next one, unless the key was used again meanwhile: its later time is.
+   */
   async flushUsage (): Promise<void> {
     const entries = [...this.#lastUsed]
     this.#lastUsed.clear()
-    for (const [id, at] of entries) await updateApiKeyLastUsed(this.#db, id, new Date(at).toISOString())
+    for (const [i, [id, at]] of entries.entries()) {
+      try {
+        await updateApiKeyLastUsed(this.#db, id, new Date(at).toISOString())
+      } catch (error) {
+        for (const [unwritten, usedAt] of entries.slice(i)) if (!this.#lastUsed.has(unwritten)) this.#lastUsed.set(unwritten, usedAt)
+        throw error
+      }
+    }
   }
 
+  /** Stops the periodic flush and flushes once more; rejects if that fails (the times are then lost). */
   async close (): Promise<void> {
     clearInterval(this.#flushTimer)
     await this.flushUsage()

@@ -59,4 +59,26 @@ forEachStore((store) => {
     assert.equal(verifier.verifyCached(key), undefined, 'expired from the cache')
     assert.equal(await verifier.verify(key), undefined)
   })
+
+  test('last-used times that could not be written are written by the next flush', async (t) => {
+    const { db: storeDb } = await createTestStore(t, store)
+    let failing = false
+    const db = storeDb.withPlugin({
+      transformQuery (args) {
+        if (failing && args.node.kind === 'UpdateQueryNode') throw new Error('the store is down')
+        return args.node
+      },
+      transformResult: async (args) => args.result
+    })
+    const { id, key } = await createKey(db)
+    const verifier = new ApiKeyVerifier(db, systemClock, { cacheTtlMs: 60_000, cacheMax: 10, usageFlushMs: 60_000 })
+    defer(t, () => verifier.close())
+    assert.equal(idOf(await verifier.verify(key)), id)
+    failing = true
+    await assert.rejects(verifier.flushUsage(), /the store is down/)
+    failing = false
+    await verifier.flushUsage()
+    const { last_used_at: lastUsed } = await db.selectFrom('api_keys').select('last_used_at').where('id', '=', id).executeTakeFirstOrThrow()
+    assert.ok(lastUsed !== null && Date.now() - Date.parse(lastUsed) < 60_000, 'kept and written')
+  })
 })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { sql } from 'kysely'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../../src/api-keys/api-key.service.js'
 import { build, createKey, errorOf, forEachStore } from '../helper.js'
@@ -106,5 +107,12 @@ for (const limit of ['600', '0']) describe(`with RATE_LIMIT_PER_MINUTE=${limit}`
     await testApp.app.close() // flushes
     const after = await testApp.db.selectFrom('api_keys').select('last_used_at').executeTakeFirstOrThrow()
     assert.ok(after.last_used_at !== null && Date.now() - Date.parse(after.last_used_at) < 60_000)
+  })
+
+  test('closing during a store outage goes on without the last-used times it cannot write', async (t) => {
+    const testApp = await build(t, { store, env })
+    await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    await sql`alter table api_keys rename to api_keys_away`.execute(testApp.db)
+    await testApp.app.close() // rejected when the flush failed, and the store was then left open
   })
 }))
