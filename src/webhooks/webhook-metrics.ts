@@ -22,9 +22,17 @@ export class WebhookMetrics {
 
     new Gauge({
       name: 'petstore_webhook_queue_depth',
-      help: 'Events after the position of each enabled subscription, summed (of any type: an upper bound)',
+      help: 'Events after the position of each enabled subscription, summed (of any type: an upper bound); NaN while the store cannot be read',
       registers: [registry],
-      async collect () { this.set(await owedEvents()) }
+      // Read from the store: during an outage it is unknown (NaN; with no value, prom-client writes 0),
+      // and the scrape goes on (a collect that throws failed all of it, when the rest matters most).
+      async collect () {
+        try {
+          this.set(await owedEvents())
+        } catch {
+          this.set(Number.NaN)
+        }
+      }
     })
   }
 

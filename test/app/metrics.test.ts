@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
+import { WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
 import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, TEST_LIMITS, untilReceived } from '../helper.js'
 import { startServer } from '../process.js'
 
@@ -138,6 +139,18 @@ test('without the process metrics (METRICS_PORT unset) answers and store calls a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 1/)
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="create",outcome="ok"\} 1/)
   assert.doesNotMatch(text, /^process_|^nodejs_/m, 'process metrics are collected only where they are served')
+})
+
+test('a store that cannot be read makes the webhook queue depth unknown (NaN), and the rest of the scrape is served', async () => {
+  const metrics = createMetrics()
+  let owed: () => Promise<number> = async () => 3
+  new WebhookMetrics(metrics.registry, async () => await owed())
+  assert.match(await metrics.registry.metrics(), /^petstore_webhook_queue_depth 3$/m)
+  owed = async () => { throw new Error('the store is down') }
+  const text = await metrics.registry.metrics()
+  assert.match(text, /^petstore_webhook_queue_depth nan$/mi) // prom-client writes Nan, which Prometheus reads as NaN
+  assert.match(text, /^# TYPE petstore_webhook_deliveries_total counter$/m)
+  assert.match(text, /^# TYPE http_requests_total counter$/m)
 })
 
 test('metrics listen on 127.0.0.1 unless METRICS_HOST says otherwise, whatever HOST the API has', () => {
