@@ -3,6 +3,8 @@ import type { Client } from 'pg'
 
 // Kysely's own lock id: a migrator of an earlier build, holding Kysely's session lock, still excludes this one.
 const MIGRATION_LOCK_ID = '3853314791062309107'
+// PostgreSQL's error when lock_timeout ends a wait.
+const LOCK_NOT_AVAILABLE = '55P03'
 
 /**
  * PostgreSQL as Kysely's dialect, but with the migrations' lock held by a transaction of a connection
@@ -13,12 +15,12 @@ const MIGRATION_LOCK_ID = '3853314791062309107'
  * transaction and frees the lock, a crashed migrator's too.
  */
 export class TransactionLockDialect extends PostgresDialect {
-  constructor (config: PostgresDialectConfig, private readonly connect: () => Promise<Client>) {
+  constructor (config: PostgresDialectConfig, private readonly connect: () => Promise<Client>, private readonly lockTimeoutMs: number) {
     super(config)
   }
 
   override createAdapter (): DialectAdapter {
-    return new TransactionLockAdapter(this.connect)
+    return new TransactionLockAdapter(this.connect, this.lockTimeoutMs)
   }
 }
 
@@ -26,18 +28,25 @@ class TransactionLockAdapter extends PostgresAdapter {
   // One migrator at a time per store: the lock itself is what makes the next one wait.
   #holder: Client | undefined
 
-  constructor (private readonly connect: () => Promise<Client>) {
+  constructor (private readonly connect: () => Promise<Client>, private readonly lockTimeoutMs: number) {
     super()
   }
 
+  /**
+   * Waits for the lock at most `lockTimeoutMs`: a migrator that is stuck or frozen holds it for as long
+   * as its connection lasts, and every start and CLI command would wait for it without a word.
+   */
   override async acquireMigrationLock (): Promise<void> {
     const client = await this.connect()
     try {
       await client.query('begin')
+      await client.query(`set local lock_timeout = ${this.lockTimeoutMs}`)
       await client.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_ID])
     } catch (error) {
       await client.end().catch(() => {})
-      throw error
+      if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error
+      throw new Error(`Another process has held the migrations' lock for over ${this.lockTimeoutMs} ms (a migration under way, or a migrator stuck or frozen: ` +
+        `pg_locks shows it as the advisory lock ${MIGRATION_LOCK_ID}); try again once it is done, or raise DATABASE_STATEMENT_TIMEOUT_MS`, { cause: error })
     }
     this.#holder = client
   }

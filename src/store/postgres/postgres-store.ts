@@ -41,7 +41,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
     log
   })
   const pool = async () => deadlinePool(await connections(), deadlines, () => { feed.changed() })
-  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs)) })
+  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines), deadlines.statementMs) })
   // The hot statements go to pg without Kysely: a constant statement needs no query builder.
   const query = preparedStatements(connections, { named: directUrl === undefined, log })
   return {
@@ -87,9 +87,10 @@ async function createPool (connectionString: string, poolSize: number, { connect
 }
 
 /** A connection of its own, outside the pool (see TransactionLockDialect). */
-async function connectOnce (connectionString: string, connectMs: number): Promise<Client> {
+async function connectOnce (connectionString: string, { connectMs, statementMs }: Deadlines): Promise<Client> {
   const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs })
+  // The lock's wait is bounded by the server (lock_timeout); a frozen server, by the client.
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: statementMs + CLIENT_MARGIN_MS })
   client.on('error', () => {}) // a lost connection fails the lock's query, or frees the lock
   await client.connect()
   return client
