@@ -40,13 +40,17 @@ async function startInstance (t: TestContext, databaseUrl: string, authorization
   }
 }
 
-/** Two instances of the service on one new database (listening through DATABASE_URL when `withoutDirectUrl`), and a connection of the test's own to it. */
-async function twoInstances (t: TestContext, postgres: (typeof TEST_STORES)[number], { withoutDirectUrl = false } = {}) {
+/**
+ * Two instances of the service on one new database (listening through DATABASE_URL when
+ * `withoutDirectUrl`, B through what `listenerOfB` makes of the server's URL if given), and a
+ * connection of the test's own to it.
+ */
+async function twoInstances (t: TestContext, postgres: (typeof TEST_STORES)[number], { withoutDirectUrl = false, listenerOfB }: { withoutDirectUrl?: boolean, listenerOfB?: (server: URL) => Promise<string> } = {}) {
   const databaseUrl = await postgres.databaseUrl(t)
   const directUrl = withoutDirectUrl ? databaseUrl : undefined
   let authorization = ''
   const a = await startInstance(t, databaseUrl, () => authorization, directUrl)
-  const b = await startInstance(t, databaseUrl, () => authorization, directUrl)
+  const b = await startInstance(t, databaseUrl, () => authorization, await listenerOfB?.(new URL(directUrlOf(databaseUrl) ?? databaseUrl)) ?? directUrl)
   const admin = new pg.Client({ connectionString: databaseUrl })
   await admin.connect()
   defer(t, () => admin.end())
@@ -143,6 +147,34 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
 
       // Listening again (a second later), the instance caches again.
       await untilCaching(b, setup, 5000)
+    })
+
+    test('a notification connection that hangs (no answer, no error) turns the cache off within 100 ms, and on again when it answers', async (t) => {
+      let proxy: Awaited<ReturnType<typeof createCuttableProxy>> | undefined
+      const setup = await twoInstances(t, postgres, {
+        listenerOfB: async (server) => {
+          proxy = await createCuttableProxy(server)
+          defer(t, () => proxy!.close())
+          const viaProxy = new URL(server)
+          viaProxy.host = `127.0.0.1:${proxy.port}`
+          return viaProxy.toString()
+        }
+      })
+      const { a, b } = setup
+      await untilCaching(b, setup, 2000)
+      const category = setup.newCategory()
+      assert.deepEqual(await b.petsOf(category), [])
+
+      proxy!.freeze()
+      defer(t, () => proxy!.thaw()) // before B closes (deferred later, run earlier): ending a frozen connection waits for it
+      const id = await a.create(category)
+      const seenAfter = await timeUntil(async () => (await b.petsOf(category)).includes(id), 1000)
+      assert.notEqual(seenAfter, undefined, 'B sees the write though its notification cannot reach it')
+      t.diagnostic(`seen by B ${seenAfter!.toFixed(1)} ms after the 201`)
+      assert.ok(seenAfter! <= STALENESS_BOUND_MS, `unseen for ${seenAfter!.toFixed(1)} ms`)
+
+      proxy!.thaw()
+      await untilCaching(b, setup, 2000)
     })
 
     test('a notification connection that cannot be made is logged once, however often it is tried, and once more when it is back', async (t) => {

@@ -12,9 +12,14 @@ export interface ChangeFeedOptions {
   notify: (payload: string) => Promise<void>
   connectMs: number
   log: StoreLog
-  /** How often the listening connection is checked; a dead one is noticed within this and `probeMs`. */
+  /** The wait between a probe's return and the next probe, on the listening connection. */
   heartbeatMs?: number
-  /** How long a probe may take to come back before the feed counts as lost. */
+  /**
+   * How long a probe's return vouches for the notifications: past this since the last probe that came
+   * back was sent, the caches are bypassed (a frozen connection, say: no answer, and no error either).
+   */
+  freshMs?: number
+  /** How long a probe may take to come back before the feed counts as lost (and listens again). */
   probeMs?: number
   /** The first wait before connecting again after a loss; it doubles up to 30 s while connecting fails. */
   retryMs?: number
@@ -22,12 +27,21 @@ export interface ChangeFeedOptions {
 
 const MAX_RETRY_MS = 30_000
 const PROBE = 'probe '
+// A probe's own commit need not wait for the WAL flush: the order of notifications is the order of
+// commits, whether flushed or not, and a flush costs the server more than the probe.
+const NOTIFY_UNFLUSHED = "select set_config('synchronous_commit', 'off', true), pg_notify($1, $2)"
 
 /**
  * What has changed in the pets table of a PostgreSQL store, for the read caches of an instance: a
  * version that moves with every commit of this instance (at once, see `changed`) and of any other
  * (when its notification arrives, within milliseconds), or undefined while the notifications might
  * be missed (not yet listening, connection lost), and then the caches are bypassed.
+ *
+ * The listening connection is probed every few tens of milliseconds with a notification of its own:
+ * PostgreSQL delivers notifications in the order of their commits, so when a probe sent at t comes
+ * back, every commit made before t has been heard. Past `freshMs` since the last probe heard back
+ * was sent, the version is undefined: a connection that hangs without failing (a frozen server or
+ * network) leaves no read older than that, however long it takes to count as lost.
  *
  * Listening starts only when a cache first asks: the CLI and instances that never read pets keep no
  * connection for it. Before counting on the notifications, the feed sends one through the writes'
@@ -44,16 +58,20 @@ export class PostgresChangeFeed {
   #retryMs: number
   /** When the notifications were lost (performance.now()), while they are not heard again. */
   #lostAt: number | undefined
+  /** When the last probe that came back was sent (performance.now()): every commit before it is heard. */
+  #heardUpTo = -Infinity
+  readonly #freshMs: number
   readonly #awaited = new Map<string, () => void>()
 
   constructor (private readonly options: ChangeFeedOptions) {
     this.#retryMs = options.retryMs ?? 1000
+    this.#freshMs = options.freshMs ?? 90
   }
 
   /** What changes with every commit seen, or undefined while commits might go unseen. */
   version (): string | undefined {
     if (!this.#started) this.#start()
-    return this.#listening ? String(this.#generation) : undefined
+    return this.#listening && performance.now() - this.#heardUpTo <= this.#freshMs ? String(this.#generation) : undefined
   }
 
   /** A commit of this instance: its own reads see it at once, before the notification comes back. */
@@ -74,7 +92,7 @@ export class PostgresChangeFeed {
 
   async #connect (): Promise<void> {
     const { default: pg } = await import('pg')
-    const { connectionString, connectMs, heartbeatMs = 5000, probeMs = 2000 } = this.options
+    const { connectionString, connectMs, heartbeatMs = 25, probeMs = 2000 } = this.options
     const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: probeMs, keepAlive: true, application_name: 'petstore change feed' })
     this.#client = client
     client.on('notification', ({ payload = '' }) => {
@@ -87,7 +105,7 @@ export class PostgresChangeFeed {
     await client.connect()
     if (this.#closed) return await client.end()
     await client.query(`listen ${PET_CHANGES_CHANNEL}`)
-    await this.#probe(probeMs, this.options.notify)
+    this.#heardUpTo = await this.#probe(probeMs, this.options.notify)
     this.#listening = true
     this.#retryMs = this.options.retryMs ?? 1000
     this.#generation++
@@ -99,25 +117,30 @@ export class PostgresChangeFeed {
     this.#heartbeat(client, heartbeatMs, probeMs)
   }
 
-  /** Checks, every `heartbeatMs`, that a notification sent on the listening connection itself comes back. */
+  /** Checks, `heartbeatMs` after the last check, that a notification sent on the listening connection itself comes back. */
   #heartbeat (client: Client, heartbeatMs: number, probeMs: number): void {
     this.#timer = setTimeout(() => {
-      const notifyOnListener = async (payload: string) => { await client.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) }
+      const notifyOnListener = async (payload: string) => { await client.query(NOTIFY_UNFLUSHED, [PET_CHANGES_CHANNEL, payload]) }
       this.#probe(probeMs, notifyOnListener)
-        .then(() => { this.#heartbeat(client, heartbeatMs, probeMs) })
+        .then((sentAt) => {
+          this.#heardUpTo = sentAt
+          this.#heartbeat(client, heartbeatMs, probeMs)
+        })
         .catch((err: Error) => { this.#lost(client, err) })
     }, heartbeatMs).unref()
   }
 
-  /** Sends a notification of its own by `send` and resolves once it has come back to the listener. */
-  async #probe (probeMs: number, send: (payload: string) => Promise<void>): Promise<void> {
+  /** Sends a notification of its own by `send`; resolves, once it has come back to the listener, with when it was sent. */
+  async #probe (probeMs: number, send: (payload: string) => Promise<void>): Promise<number> {
     const payload = `${PROBE}${randomUUID()}`
+    const sentAt = performance.now()
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => { reject(new Error(`a notification did not come back within ${probeMs} ms`)) }, probeMs)
         this.#awaited.set(payload, () => { clearTimeout(timer); resolve() })
         send(payload).catch((err: Error) => { clearTimeout(timer); reject(err) })
       })
+      return sentAt
     } finally {
       this.#awaited.delete(payload)
     }
