@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { rmSync, writeFileSync } from 'node:fs'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
 import { LIMITS } from '../../src/app.js'
@@ -33,6 +34,26 @@ test('a locked SQLite store answers 503 with the Error body, and writes resume o
   assert.equal(list.statusCode, 200, list.body)
   const names = list.json().map((pet: { name: string }) => pet.name)
   assert.deepEqual(names, ['Before', 'After'], 'the refused write left nothing behind')
+})
+
+test('a SQLite store file deleted or replaced under the running service refuses writes (503) and readiness, as what it committed would be lost', async (t) => {
+  const testApp = await build(t)
+  const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  const path = testApp.config.DATABASE_URL.slice('sqlite:'.length)
+  for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true })
+  const refused = [
+    { method: 'POST' as const, url: '/v1/pets', headers: testApp.auth, payload: { name: 'Lost', categoryId: 1 } },
+    { method: 'POST' as const, url: '/v1/pets', headers: { ...testApp.auth, 'idempotency-key': 'moved' }, payload: { name: 'Lost', categoryId: 1 } },
+    { method: 'POST' as const, url: '/v1/store/orders', headers: testApp.auth, payload: { petId: Number(rex.id) } },
+    { url: '/readyz' }
+  ]
+  for (const request of refused) {
+    const response = await testApp.app.inject(request)
+    assert.equal(response.statusCode, 503, `${request.url}: ${response.body}`)
+    assert.equal(errorOf(response).code, 'service_unavailable')
+  }
+  writeFileSync(path, '') // another file at the path is not the one open either
+  assert.equal((await testApp.app.inject(refused[0]!)).statusCode, 503)
 })
 
 test('writes refused one after another by a lock held elsewhere do not stall the service into shedding load: reads are answered meanwhile', async (t) => {

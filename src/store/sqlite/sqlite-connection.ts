@@ -11,6 +11,8 @@ import type { Durability } from '../store.js'
 // reads and /healthz included). Past it: 503.
 const BUSY_TIMEOUT_MS = 100
 const STATEMENT_CACHE_SIZE = 200
+/** How every transaction of Kysely's begins (see MultiProcessSqliteDialect): each one writes. */
+export const BEGIN_WRITE = 'begin immediate'
 
 /**
  * One better-sqlite3 connection to a store file with the service's settings, its prepared statements
@@ -22,11 +24,16 @@ export class SqliteConnection {
   readonly #sqlite: SqliteDatabase.Database
   readonly #statements = new Map<string, SqliteDatabase.Statement>()
   readonly #transaction: SqliteDatabase.Transaction<(work: () => unknown) => unknown>
+  readonly #path: string
+  /** The file opened, as the file system tells files apart. */
+  readonly #file: { dev: number, ino: number }
 
   /** `queryOnly` refuses every write on this connection, for one that serves reads alone. */
   constructor (path: string, durability: Durability, { queryOnly = false } = {}) {
     makeFolder(dirname(resolve(path)))
     this.#sqlite = new SqliteDatabase(path)
+    this.#path = path
+    this.#file = statSync(path)
     this.#sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
     // syncs the WAL on every commit (group commit keeps that affordable).
@@ -68,12 +75,33 @@ export class SqliteConnection {
     // Never a savepoint in a transaction left open (by a rollback that failed, say): its work would
     // be answered as committed while nothing is.
     if (this.#sqlite.inTransaction) throw new Error('A transaction is already open on this connection')
+    this.checkFile()
     return this.#transaction.immediate(work) as T
+  }
+
+  /**
+   * Throws SQLite's SQLITE_READONLY_DBMOVED (a store fault: 503) when the path no longer names the
+   * file this connection has open: deleted or replaced under the running service, SQLite would go on
+   * committing to the file it has open, and every write acknowledged would be gone with the process.
+   * A `stat` a write transaction, a few microseconds.
+   */
+  checkFile (): void {
+    const now = statSync(this.#path, { throwIfNoEntry: false })
+    if (now?.dev === this.#file.dev && now.ino === this.#file.ino) return
+    throw Object.assign(new Error(`The store file ${this.#path} was deleted or replaced while open: writes are refused, as they would be lost; restart the service on the file as it should be`), {
+      code: 'SQLITE_READONLY_DBMOVED'
+    })
   }
 
   /** The connection as Kysely's SQLite dialect takes it, sharing these prepared statements; closed by `close()` only. */
   forKysely (): KyselySqliteDatabase {
-    return { prepare: (sql) => this.#prepare(sql), close: () => {} }
+    return {
+      prepare: (sql) => {
+        if (sql === BEGIN_WRITE) this.checkFile()
+        return this.#prepare(sql)
+      },
+      close: () => {}
+    }
   }
 
   close (): void {

@@ -2,6 +2,7 @@ import {
   CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver,
   type DatabaseConnection, type DialectAdapter, type Driver, type SqliteDialectConfig
 } from 'kysely'
+import { BEGIN_WRITE } from './sqlite-connection.js'
 
 /**
  * Starts every transaction with BEGIN IMMEDIATE, which takes SQLite's write lock up front. Kysely's
@@ -10,7 +11,7 @@ import {
  */
 class ImmediateTransactionSqliteDriver extends SqliteDriver {
   override async beginTransaction (connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+    await connection.executeQuery(CompiledQuery.raw(BEGIN_WRITE))
   }
 
   // After some errors (a full disk, an I/O error) SQLite has rolled the transaction back itself; the

@@ -69,7 +69,10 @@ export function openSqliteStore (path: string, { durability, clock, log }: Sqlit
     dialect: 'sqlite',
     db,
     pets: new SqlitePetStore({ db, writer, reader, writerThread, commitVersion, clock }),
-    ping: async () => { reader.query('select 1') },
+    ping: async () => {
+      writer.checkFile()
+      reader.query('select 1')
+    },
     close: async () => { await (closed ??= close()) }
   }
 }
