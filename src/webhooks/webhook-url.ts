@@ -1,4 +1,5 @@
 import { ApiError } from '../errors.js'
+import { withoutSecrets } from '../without-secrets.js'
 import { checkedAddresses, RefusedAddressError, type WebhookNetwork } from './webhook-transport.js'
 
 // A registration waits this long for the receiver's name to resolve; past it, the check at each
@@ -23,7 +24,7 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')
   if (url.port === '0') throw refused('its port must be from 1 to 65535')
   // `hash` is empty for an empty fragment too, where the text still ends in `#`.
-  if (url.href.includes('#')) throw refused(`it must not hold a fragment (${url.hash.slice(0, 64) || '#'}), which is never sent`)
+  if (url.href.includes('#')) throw refused(`it must not hold a fragment (${withoutSecrets(url.hash).slice(0, 64) || '#'}), which is never sent`)
   if (allowPrivate) return url.href
   let timer: NodeJS.Timeout | undefined
   const timedOut = new Promise<void>((resolve) => { timer = setTimeout(resolve, RESOLVE_TIMEOUT_MS) })

@@ -114,7 +114,9 @@ test('keys and webhook secrets a request puts where they do not belong are not q
     create(`{"name":"a","categoryId":1,"${secret}":1}`),
     // A name cut to its first characters: cut before the key is redacted, its first part would be quoted.
     create(`{"name":"a","categoryId":1,"${'x'.repeat(40)}${key}":1}`),
-    create('{}', `text/${key}`)
+    create('{}', `text/${key}`),
+    // A fragment, quoted cut to its first characters.
+    { method: 'POST' as const, url: '/v1/webhooks', headers: testApp.auth, payload: { url: `https://hooks.example.com/#${'x'.repeat(40)}${key}`, events: ['*'] } }
   ]
   const answers = await Promise.all(requests.map(async (request) => {
     const response = await testApp.app.inject(request)

@@ -37,14 +37,18 @@ test('a locked SQLite store answers 503 with the Error body, and writes resume o
 })
 
 test('a SQLite store file deleted or replaced under the running service refuses writes (503) and readiness, as what it committed would be lost', async (t) => {
-  const testApp = await build(t)
+  const testApp = await build(t, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' } })
   const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  const hook = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload: { url: 'http://127.0.0.1:9/hook', events: ['*'] } })
+  assert.equal(hook.statusCode, 201, hook.body)
   const path = testApp.config.DATABASE_URL.slice('sqlite:'.length)
   for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true })
   const refused = [
     { method: 'POST' as const, url: '/v1/pets', headers: testApp.auth, payload: { name: 'Lost', categoryId: 1 } },
     { method: 'POST' as const, url: '/v1/pets', headers: { ...testApp.auth, 'idempotency-key': 'moved' }, payload: { name: 'Lost', categoryId: 1 } },
     { method: 'POST' as const, url: '/v1/store/orders', headers: testApp.auth, payload: { petId: Number(rex.id) } },
+    // One UPDATE, outside any transaction.
+    { method: 'PATCH' as const, url: `/v1/webhooks/${hook.json().id}`, headers: testApp.auth, payload: { enabled: false } },
     { url: '/readyz' }
   ]
   for (const request of refused) {

@@ -96,9 +96,11 @@ export class SqliteConnection {
   /** The connection as Kysely's SQLite dialect takes it, sharing these prepared statements; closed by `close()` only. */
   forKysely (): KyselySqliteDatabase {
     return {
+      // Every transaction begins so, and a write outside one (an UPDATE, say) is a statement that writes.
       prepare: (sql) => {
-        if (sql === BEGIN_WRITE) this.checkFile()
-        return this.#prepare(sql)
+        const statement = this.#prepare(sql)
+        if (sql === BEGIN_WRITE || !statement.readonly) this.checkFile()
+        return statement
       },
       close: () => {}
     }
