@@ -1231,7 +1231,6 @@ export interface components {
             headers: {
                 Allow: components["headers"]["Allow"];
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1518,7 +1517,6 @@ export interface components {
         UriTooLongWithStability: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
@@ -1827,7 +1825,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -1952,7 +1949,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2051,7 +2047,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2062,7 +2057,6 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2193,7 +2187,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2286,7 +2279,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -2404,7 +2396,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3280,7 +3271,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3408,7 +3398,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3507,7 +3496,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3518,7 +3506,6 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3653,7 +3640,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -3945,7 +3931,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4060,7 +4045,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4136,7 +4120,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4237,7 +4220,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4248,7 +4230,6 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4368,7 +4349,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4468,7 +4448,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4573,7 +4552,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4584,7 +4562,6 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4714,7 +4691,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4840,7 +4816,6 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;

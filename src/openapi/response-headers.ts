@@ -57,6 +57,7 @@ export function responseHeaders (...names: HeaderName[]): Record<string, unknown
 // Every operation is under /v1: behind a key, and counted by the rate limit.
 const KEYED: HeaderName[] = ['RateLimit', 'RateLimit-Policy', 'API-Key-Expiration']
 const DEPRECATED: HeaderName[] = ['Deprecation', 'Sunset', 'Link']
+const ROUTER_STATUSES = new Set(['405', '414'])
 
 interface Operation { deprecated?: boolean, 'x-stability'?: string, responses?: Record<string, { headers?: Record<string, unknown> }> }
 
@@ -68,12 +69,13 @@ interface Operation { deprecated?: boolean, 'x-stability'?: string, responses?: 
 export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
   for (const item of Object.values(paths)) {
     for (const operation of Object.values(item)) {
-      for (const response of Object.values(operation.responses ?? {})) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const names = new Set([
           ...Object.keys(response.headers ?? {}) as HeaderName[],
           ...KEYED,
           ...operation.deprecated === true ? DEPRECATED : [],
-          ...operation['x-stability'] === undefined ? [] : ['API-Stability' as const]
+          // Not on the answers the router gives before any route's hooks run (no such method, an id too long).
+          ...operation['x-stability'] === undefined || ROUTER_STATUSES.has(status) ? [] : ['API-Stability' as const]
         ])
         response.headers = Object.fromEntries([...names].map((name) => {
           if (!(name in HEADER_COMPONENTS)) throw new Error(`the response header ${name} has no component; declare it with responseHeaders()`)

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { isStoreUnavailable } from '../store/store-errors.js'
 import type { DeliveryAnswer } from './webhook-transport.js'
 
 /** Webhook deliveries on /metrics: attempts by outcome, latency from the change to its delivery, and the queue's depth. */
@@ -29,7 +30,8 @@ export class WebhookMetrics {
       async collect () {
         try {
           this.set(await owedEvents())
-        } catch {
+        } catch (error) {
+          if (!isStoreUnavailable(error)) throw error
           this.set(Number.NaN)
         }
       }

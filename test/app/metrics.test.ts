@@ -146,7 +146,7 @@ test('a store that cannot be read makes the webhook queue depth unknown (NaN), a
   let owed: () => Promise<number> = async () => 3
   new WebhookMetrics(metrics.registry, async () => await owed())
   assert.match(await metrics.registry.metrics(), /^petstore_webhook_queue_depth 3$/m)
-  owed = async () => { throw new Error('the store is down') }
+  owed = async () => { throw Object.assign(new Error('the store is down'), { code: 'ECONNREFUSED' }) }
   const text = await metrics.registry.metrics()
   assert.match(text, /^petstore_webhook_queue_depth nan$/mi) // prom-client writes Nan, which Prometheus reads as NaN
   assert.match(text, /^# TYPE petstore_webhook_deliveries_total counter$/m)

@@ -128,6 +128,10 @@ test('the headers an answer carries are declared on its response in the document
   assert.equal(await check('/categories', 'get', { url: '/v1/categories', headers: { authorization: 'Bearer wrong' } }), 401)
   assert.equal(await check('/store/orders/{orderId}', 'get', { url: '/v1/store/orders/1', headers: { authorization: 'Bearer wrong' } }), 401)
   assert.equal(doc.paths['/pets'].get.responses[200].headers['API-Stability'], undefined, 'only on marked operations')
+  for (const status of [405, 414]) {
+    const routerAnswer = resolve(doc, doc.paths['/categories/{categoryId}'].get.responses[status])
+    assert.equal(routerAnswer.headers?.['API-Stability'], undefined, `not on a ${status}, which no route's hook answers`)
+  }
 })
 
 test('the documented 400, 404, 405 and 414 examples are the answers the server gives', async (t) => {
