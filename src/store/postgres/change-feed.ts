@@ -12,13 +12,8 @@ export interface ChangeFeedOptions {
   notify: (payload: string) => Promise<void>
   connectMs: number
   log: StoreLog
-  /** The wait between a probe's return and the next probe, on the listening connection. */
+  /** The wait between a probe's return and the next while no read asks (see ACTIVE_MS). */
   heartbeatMs?: number
-  /**
-   * How long a probe's return vouches for the notifications: past this since the last probe that came
-   * back was sent, the caches are bypassed (a frozen connection, say: no answer, and no error either).
-   */
-  freshMs?: number
   /** How long a probe may take to come back before the feed counts as lost (and listens again). */
   probeMs?: number
   /** The first wait before connecting again after a loss; it doubles up to 30 s while connecting fails. */
@@ -27,6 +22,15 @@ export interface ChangeFeedOptions {
 
 const MAX_RETRY_MS = 30_000
 const PROBE = 'probe '
+/**
+ * How long a probe's return vouches for the notifications: past this since the last probe heard back
+ * was sent, the caches are bypassed (a connection that hangs: no answer, and no error either).
+ */
+const FRESH_MS = 75
+/** The wait between a probe's return and the next while reads ask. */
+const PROBE_GAP_MS = 20
+/** Reads asked within this keep the probes PROBE_GAP_MS apart; past it, they wait `heartbeatMs`. */
+const ACTIVE_MS = 1000
 // A probe's own commit need not wait for the WAL flush: the order of notifications is the order of
 // commits, whether flushed or not, and a flush costs the server more than the probe.
 const NOTIFY_UNFLUSHED = "select set_config('synchronous_commit', 'off', true), pg_notify($1, $2)"
@@ -37,11 +41,13 @@ const NOTIFY_UNFLUSHED = "select set_config('synchronous_commit', 'off', true), 
  * (when its notification arrives, within milliseconds), or undefined while the notifications might
  * be missed (not yet listening, connection lost), and then the caches are bypassed.
  *
- * The listening connection is probed every few tens of milliseconds with a notification of its own:
- * PostgreSQL delivers notifications in the order of their commits, so when a probe sent at t comes
- * back, every commit made before t has been heard. Past `freshMs` since the last probe heard back
- * was sent, the version is undefined: a connection that hangs without failing (a frozen server or
- * network) leaves no read older than that, however long it takes to count as lost.
+ * While reads ask, the listening connection is probed every few tens of milliseconds with a
+ * notification of its own: PostgreSQL delivers notifications in the order of their commits, so when a
+ * probe sent at t comes back, every commit made before t has been heard. Past FRESH_MS since the last
+ * probe heard back was sent, the version is undefined: a connection that hangs without failing (a
+ * frozen server or network) leaves no read older than that, however long it takes to count as lost.
+ * Each probe is a transaction (it takes a transaction id): without reads they are `heartbeatMs` apart,
+ * and the first read after a pause is answered from the database while a probe is made at once.
  *
  * Listening starts only when a cache first asks: the CLI and instances that never read pets keep no
  * connection for it. Before counting on the notifications, the feed sends one through the writes'
@@ -60,18 +66,32 @@ export class PostgresChangeFeed {
   #lostAt: number | undefined
   /** When the last probe that came back was sent (performance.now()): every commit before it is heard. */
   #heardUpTo = -Infinity
-  readonly #freshMs: number
+  /** When a read last asked for the version (performance.now()). */
+  #askedAt = -Infinity
+  #probing = false
   readonly #awaited = new Map<string, () => void>()
+  readonly #heartbeatMs: number
+  readonly #probeMs: number
 
   constructor (private readonly options: ChangeFeedOptions) {
     this.#retryMs = options.retryMs ?? 1000
-    this.#freshMs = options.freshMs ?? 90
+    this.#heartbeatMs = options.heartbeatMs ?? 5000
+    this.#probeMs = options.probeMs ?? 2000
   }
 
   /** What changes with every commit seen, or undefined while commits might go unseen. */
   version (): string | undefined {
     if (!this.#started) this.#start()
-    return this.#listening && performance.now() - this.#heardUpTo <= this.#freshMs ? String(this.#generation) : undefined
+    const now = performance.now()
+    this.#askedAt = now
+    if (!this.#listening) return undefined
+    if (now - this.#heardUpTo <= FRESH_MS) return String(this.#generation)
+    // After a pause in the reads, the probe waiting for the heartbeat goes at once.
+    if (!this.#probing && this.#client !== undefined) {
+      clearTimeout(this.#timer)
+      this.#probeListener(this.#client)
+    }
+    return undefined
   }
 
   /** A commit of this instance: its own reads see it at once, before the notification comes back. */
@@ -92,8 +112,8 @@ export class PostgresChangeFeed {
 
   async #connect (): Promise<void> {
     const { default: pg } = await import('pg')
-    const { connectionString, connectMs, heartbeatMs = 25, probeMs = 2000 } = this.options
-    const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: probeMs, keepAlive: true, application_name: 'petstore change feed' })
+    const { connectionString, connectMs } = this.options
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: this.#probeMs, keepAlive: true, application_name: 'petstore change feed' })
     this.#client = client
     client.on('notification', ({ payload = '' }) => {
       // A probe, this instance's or another's, is no change.
@@ -105,7 +125,9 @@ export class PostgresChangeFeed {
     await client.connect()
     if (this.#closed) return await client.end()
     await client.query(`listen ${PET_CHANGES_CHANNEL}`)
-    this.#heardUpTo = await this.#probe(probeMs, this.options.notify)
+    const heardUpTo = await this.#probe(this.options.notify)
+    if (client !== this.#client || this.#closed) return // lost, or closed, meanwhile
+    this.#heardUpTo = heardUpTo
     this.#listening = true
     this.#retryMs = this.options.retryMs ?? 1000
     this.#generation++
@@ -114,29 +136,38 @@ export class PostgresChangeFeed {
       this.options.log.info({ unheardSeconds: Number(seconds) }, `the change notifications of PostgreSQL are heard again after ${seconds} s: reads are served from memory again`)
       this.#lostAt = undefined
     }
-    this.#heartbeat(client, heartbeatMs, probeMs)
+    this.#heartbeat(client)
   }
 
-  /** Checks, `heartbeatMs` after the last check, that a notification sent on the listening connection itself comes back. */
-  #heartbeat (client: Client, heartbeatMs: number, probeMs: number): void {
-    this.#timer = setTimeout(() => {
-      const notifyOnListener = async (payload: string) => { await client.query(NOTIFY_UNFLUSHED, [PET_CHANGES_CHANNEL, payload]) }
-      this.#probe(probeMs, notifyOnListener)
-        .then((sentAt) => {
-          this.#heardUpTo = sentAt
-          this.#heartbeat(client, heartbeatMs, probeMs)
-        })
-        .catch((err: Error) => { this.#lost(client, err) })
-    }, heartbeatMs).unref()
+  /** The next probe of the listening connection: soon while reads ask, else after `heartbeatMs`. */
+  #heartbeat (client: Client): void {
+    const reading = performance.now() - this.#askedAt < ACTIVE_MS
+    this.#timer = setTimeout(() => { this.#probeListener(client) }, reading ? PROBE_GAP_MS : this.#heartbeatMs).unref()
+  }
+
+  /** Checks that a notification sent on the listening connection itself comes back, then schedules the next check. */
+  #probeListener (client: Client): void {
+    this.#probing = true
+    const notifyOnListener = async (payload: string) => { await client.query(NOTIFY_UNFLUSHED, [PET_CHANGES_CHANNEL, payload]) }
+    this.#probe(notifyOnListener)
+      .then((sentAt) => {
+        this.#probing = false
+        if (client !== this.#client || this.#closed) return // lost, or closed, meanwhile: that path goes on
+        this.#heardUpTo = sentAt
+        this.#heartbeat(client)
+      }, (err: Error) => {
+        this.#probing = false
+        this.#lost(client, err)
+      })
   }
 
   /** Sends a notification of its own by `send`; resolves, once it has come back to the listener, with when it was sent. */
-  async #probe (probeMs: number, send: (payload: string) => Promise<void>): Promise<number> {
+  async #probe (send: (payload: string) => Promise<void>): Promise<number> {
     const payload = `${PROBE}${randomUUID()}`
     const sentAt = performance.now()
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => { reject(new Error(`a notification did not come back within ${probeMs} ms`)) }, probeMs)
+        const timer = setTimeout(() => { reject(new Error(`a notification did not come back within ${this.#probeMs} ms`)) }, this.#probeMs)
         this.#awaited.set(payload, () => { clearTimeout(timer); resolve() })
         send(payload).catch((err: Error) => { clearTimeout(timer); reject(err) })
       })
