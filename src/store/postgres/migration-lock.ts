@@ -45,8 +45,8 @@ class TransactionLockAdapter extends PostgresAdapter {
     } catch (error) {
       await client.end().catch(() => {})
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error
-      throw new Error(`Another process has held the migrations' lock for over ${this.lockTimeoutMs} ms (a migration under way, or a migrator stuck or frozen: ` +
-        `pg_locks shows it as the advisory lock ${MIGRATION_LOCK_ID}); try again once it is done, or raise DATABASE_STATEMENT_TIMEOUT_MS`, { cause: error })
+      throw new Error(`Another process has held the migrations' lock for over ${this.lockTimeoutMs / 1000} s (a migration under way, or a migrator stuck or frozen: ` +
+        `pg_locks shows it as the advisory lock ${MIGRATION_LOCK_ID}); try again once it is done, or raise DATABASE_STATEMENT_TIMEOUT_MS (the wait is 12 times it)`, { cause: error })
     }
     this.#holder = client
   }

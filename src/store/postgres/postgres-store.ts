@@ -11,6 +11,9 @@ import { preparedStatements } from './prepared-statements.js'
 
 const PG_INT8 = 20
 const CLIENT_MARGIN_MS = 250
+// The longest wait for another process's migrations, in statement deadlines (a minute by default):
+// those of a deploy's first instance may take many statements; a migrator frozen holds them forever.
+const MIGRATION_WAIT_STATEMENTS = 12
 
 export interface PostgresStoreOptions {
   /** A direct connection to the database, for what a pooler in transaction mode cannot pass (LISTEN); the store's own URL when unset. */
@@ -41,7 +44,8 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
     log
   })
   const pool = async () => deadlinePool(await connections(), deadlines, () => { feed.changed() })
-  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines), deadlines.statementMs) })
+  const migrationWaitMs = MIGRATION_WAIT_STATEMENTS * deadlines.statementMs
+  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs, migrationWaitMs), migrationWaitMs) })
   // The hot statements go to pg without Kysely: a constant statement needs no query builder.
   const query = preparedStatements(connections, { named: directUrl === undefined, log })
   return {
@@ -87,10 +91,10 @@ async function createPool (connectionString: string, poolSize: number, { connect
 }
 
 /** A connection of its own, outside the pool (see TransactionLockDialect). */
-async function connectOnce (connectionString: string, { connectMs, statementMs }: Deadlines): Promise<Client> {
+async function connectOnce (connectionString: string, connectMs: number, lockWaitMs: number): Promise<Client> {
   const { default: pg } = await import('pg')
-  // The lock's wait is bounded by the server (lock_timeout); a frozen server, by the client.
-  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: statementMs + CLIENT_MARGIN_MS })
+  // The lock's wait is bounded by the server (lock_timeout); a frozen server's, by the client.
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: lockWaitMs + CLIENT_MARGIN_MS })
   client.on('error', () => {}) // a lost connection fails the lock's query, or frees the lock
   await client.connect()
   return client
