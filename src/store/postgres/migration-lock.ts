@@ -5,6 +5,11 @@ import type { Client } from 'pg'
 const MIGRATION_LOCK_ID = '3853314791062309107'
 // PostgreSQL's error when lock_timeout ends a wait.
 const LOCK_NOT_AVAILABLE = '55P03'
+/**
+ * The longest wait for another process's migrations, in statement deadlines (a minute by default):
+ * those of a deploy's first instance may take many statements; a migrator frozen holds them forever.
+ */
+export const MIGRATION_WAIT_STATEMENTS = 12
 
 /**
  * PostgreSQL as Kysely's dialect, but with the migrations' lock held by a transaction of a connection
@@ -46,7 +51,7 @@ class TransactionLockAdapter extends PostgresAdapter {
       await client.end().catch(() => {})
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error
       throw new Error(`Another process has held the migrations' lock for over ${this.lockTimeoutMs / 1000} s (a migration under way, or a migrator stuck or frozen: ` +
-        `pg_locks shows it as the advisory lock ${MIGRATION_LOCK_ID}); try again once it is done, or raise DATABASE_STATEMENT_TIMEOUT_MS (the wait is 12 times it)`, { cause: error })
+        `pg_locks shows it as the advisory lock ${MIGRATION_LOCK_ID}); try again once it is done, or raise DATABASE_STATEMENT_TIMEOUT_MS (the wait is ${MIGRATION_WAIT_STATEMENTS} times it)`, { cause: error })
     }
     this.#holder = client
   }

@@ -5,15 +5,12 @@ import type { Database } from '../../db/database.js'
 import type { Store, StoreLog } from '../store.js'
 import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
-import { TransactionLockDialect } from './migration-lock.js'
+import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
 import { preparedStatements } from './prepared-statements.js'
 
 const PG_INT8 = 20
 const CLIENT_MARGIN_MS = 250
-// The longest wait for another process's migrations, in statement deadlines (a minute by default):
-// those of a deploy's first instance may take many statements; a migrator frozen holds them forever.
-const MIGRATION_WAIT_STATEMENTS = 12
 
 export interface PostgresStoreOptions {
   /** A direct connection to the database, for what a pooler in transaction mode cannot pass (LISTEN); the store's own URL when unset. */

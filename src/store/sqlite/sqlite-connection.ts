@@ -96,10 +96,10 @@ export class SqliteConnection {
   /** The connection as Kysely's SQLite dialect takes it, sharing these prepared statements; closed by `close()` only. */
   forKysely (): KyselySqliteDatabase {
     return {
-      // Every transaction begins so, and a write outside one (an UPDATE, say) is a statement that writes.
+      // Every transaction begins so (checked once, there), and a write outside one (an UPDATE, say) is a statement that writes.
       prepare: (sql) => {
         const statement = this.#prepare(sql)
-        if (sql === BEGIN_WRITE || !statement.readonly) this.checkFile()
+        if (sql === BEGIN_WRITE || (!statement.readonly && !this.#sqlite.inTransaction)) this.checkFile()
         return statement
       },
       close: () => {}
