@@ -45,6 +45,7 @@ export class ApiKeyVerifier {
   readonly #lookups = new Map<string, Promise<CachedKey | undefined>>()
   readonly #lastUsed = new Map<bigint, number>()
   readonly #flushTimer: NodeJS.Timeout
+  #flushing: Promise<void> = Promise.resolve()
 
   constructor (db: Db, clock: Clock, options: ApiKeyVerifierOptions = DEFAULT_VERIFIER_OPTIONS) {
     this.#db = db
@@ -109,8 +110,16 @@ export class ApiKeyVerifier {
   /**
    * Writes the last-used times gathered since the previous flush. Those it could not write (the store
    * down, say) are kept for the next one, unless the key was used again meanwhile: its later time is.
+   * One flush at a time: one asked for while another writes (closing during the periodic one) waits
+   * for it, so that it also writes the times that one puts back.
    */
   async flushUsage (): Promise<void> {
+    const flush = this.#flushing.catch(() => {}).then(async () => { await this.#writeUsage() })
+    this.#flushing = flush
+    await flush
+  }
+
+  async #writeUsage (): Promise<void> {
     const entries = [...this.#lastUsed]
     this.#lastUsed.clear()
     for (const [i, [id, at]] of entries.entries()) {

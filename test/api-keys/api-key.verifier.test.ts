@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { setImmediate } from 'node:timers/promises'
 import type { KyselyPlugin } from 'kysely'
 import { generateApiKey } from '../../src/api-keys/api-key.service.js'
 import { ApiKeyVerifier, type KeyCheck } from '../../src/api-keys/api-key.verifier.js'
@@ -80,5 +81,35 @@ forEachStore((store) => {
     await verifier.flushUsage()
     const { last_used_at: lastUsed } = await db.selectFrom('api_keys').select('last_used_at').where('id', '=', id).executeTakeFirstOrThrow()
     assert.ok(lastUsed !== null && Date.now() - Date.parse(lastUsed) < 60_000, 'kept and written')
+  })
+
+  test('closing waits for the flush under way: the times it could not write are written by the last one', async (t) => {
+    const { db: storeDb } = await createTestStore(t, store)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => { release = resolve })
+    let updates = 0
+    // The periodic flush's first write is held until the verifier is closing, and its second fails.
+    const db = storeDb.withPlugin({
+      transformQuery (args) {
+        if (args.node.kind === 'UpdateQueryNode' && ++updates === 2) throw new Error('the store is down')
+        return args.node
+      },
+      transformResult: async (args) => {
+        if (updates === 1) await held
+        return args.result
+      }
+    })
+    const keys = [await createKey(db, 'first'), await createKey(db, 'second')]
+    const verifier = new ApiKeyVerifier(db, systemClock, { cacheTtlMs: 60_000, cacheMax: 10, usageFlushMs: 60_000 })
+    defer(t, () => verifier.close())
+    for (const { id, key } of keys) assert.equal(idOf(await verifier.verify(key)), id)
+    const periodic = verifier.flushUsage()
+    const closing = verifier.close()
+    await setImmediate()
+    release()
+    await assert.rejects(periodic, /the store is down/)
+    await closing
+    const written = await db.selectFrom('api_keys').select(['name', 'last_used_at']).orderBy('id').execute()
+    assert.deepEqual(written.map(({ name, last_used_at: lastUsed }) => [name, lastUsed !== null]), [['first', true], ['second', true]])
   })
 })
