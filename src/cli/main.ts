@@ -194,8 +194,8 @@ Each batch is one transaction: after a store failure nothing of that batch is st
 batches are not tried. SIGTERM or Ctrl-C stops the import after the batch under way, saying which
 rows were not stored (a second one stops it at once).
 Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected, the store failed or
-the import was stopped, 2 the file cannot be read or is not a JSON array or CSV with a
-name,categoryId[,status] header.`)
+the import was stopped, 2 the file cannot be read, is not UTF-8, or is not a JSON array or CSV with
+a name,categoryId[,status] header.`)
     .action(async (file: string, options: PetsImportOptions) => {
       // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second one, at once.
       const stop = new AbortController()

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import { type CsvError, parse as parseCsv } from 'csv-parse/sync'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
@@ -68,7 +69,40 @@ export function inFileOrder (a: { position: RowPosition }, b: { position: RowPos
 
 /** Reads the rows of a JSON array or a CSV file with a header; rows that cannot be read are rejected here. */
 export function readImportFile (bytes: Buffer, format: ImportFormat): ImportFile {
+  // Decoded as it is, what is not UTF-8 (a Latin-1 export's accents) would be stored as U+FFFD, as if imported.
+  if (!isUtf8(bytes)) {
+    const offset = firstNotUtf8(bytes)
+    const { line, column } = new TextPositions(bytes).at(offset)
+    throw new ImportFileError(`the file is not UTF-8: the bytes at line ${line}, column ${column} (byte ${offset}) are not; save it as UTF-8`)
+  }
   return format === 'json' ? { format, ...readJsonRows(withoutByteOrderMark(bytes)) } : { format, ...readCsvRows(bytes.toString('utf8')) }
+}
+
+/**
+ * The offset at which the first sequence that is not UTF-8 starts. A streaming decoder holds back a
+ * sequence cut short at the end, so "decodes so far" holds for every prefix short of the byte that
+ * shows the fault and for none past it: a binary search finds that byte. The sequence it ends starts
+ * at the last place before it where the text decodes whole (at most three bytes back).
+ */
+function firstNotUtf8 (bytes: Buffer): number {
+  const decodes = (length: number, stream: boolean) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, length), { stream })
+      return true
+    } catch {
+      return false
+    }
+  }
+  let low = 0 // decodes so far
+  let high = bytes.length // does not
+  while (high - low > 1) {
+    const middle = (low + high) >> 1
+    if (decodes(middle, true)) low = middle
+    else high = middle
+  }
+  let start = high - 1
+  while (!decodes(start, false)) start--
+  return start
 }
 
 const UTF8_BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf])

@@ -64,9 +64,10 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
   const { params } = error
   switch (error.keyword) {
     case 'required': {
-      const present = error.data !== null && typeof error.data === 'object' ? error.data : {}
+      const present: Record<string, unknown> = error.data !== null && typeof error.data === 'object' ? error.data as Record<string, unknown> : {}
       const required = Array.isArray(error.schema) ? error.schema.map(String) : [String(params.missingProperty)]
-      const missing = required.filter((name) => !Object.hasOwn(present, name))
+      // As Ajv counts them: a field set to undefined (a CSV row's missing column) is missing.
+      const missing = required.filter((name) => !Object.hasOwn(present, name) || present[name] === undefined)
       return `is missing the required ${missing.length === 1 ? part.field : part.fields} ${listOf(missing.map(quote))}`
     }
     case 'additionalProperties':

@@ -161,7 +161,12 @@ test('an unusable file is one clear line and exit 2', async (t) => {
     ['empty.csv', '\n\n', /the file has no CSV header: its first line must name the columns name, categoryId and optionally status$/m],
     ['pets.txt', 'name,categoryId\n', /cannot tell the format of .*pets\.txt/]
   ]
-  for (const [name, text, message] of cases) {
+  // Read as UTF-8 regardless, a Latin-1 export's accented letters were stored as U+FFFD, and the import said it succeeded.
+  const notUtf8: Array<[string, Buffer, RegExp]> = [
+    ['latin1.csv', Buffer.from('name,categoryId\nCaf\xe9,77\n', 'latin1'), /is not UTF-8: the bytes at line 2, column 4 \(byte 19\) are not; save it as UTF-8$/m],
+    ['latin1.json', Buffer.concat([Buffer.from('[\n{"name":"x'), Buffer.from([0xc3, 0x28]), Buffer.from('","categoryId":1}]')]), /is not UTF-8: the bytes at line 2, column 11 \(byte 12\) are not; save it as UTF-8$/m]
+  ]
+  for (const [name, text, message] of [...cases, ...notUtf8]) {
     writeFileSync(join(dir, name), text)
     const result = await runCli(['pets', 'import', join(dir, name)], env)
     assert.equal(result.code, 2, name)
@@ -171,6 +176,16 @@ test('an unusable file is one clear line and exit 2', async (t) => {
   const missing = await runCli(['pets', 'import', join(dir, 'missing.csv')], env)
   assert.equal(missing.code, 2)
   assert.match(missing.stderr, /cannot read .*missing\.csv: ENOENT/)
+})
+
+test('a CSV row short of fields is refused naming each required field it lacks', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  const file = join(dir, 'short.csv')
+  writeFileSync(file, 'name,categoryId\nonlyname\n')
+  const result = await runCli(['pets', 'import', file, '--dry-run'], env)
+  assert.equal(result.code, 1)
+  assert.match(result.stdout, /^line 2: The row is missing the required field `categoryId`$/m)
 })
 
 test('--errors naming the file being imported is refused before anything is written: the file is left whole', async (t) => {
