@@ -703,7 +703,7 @@ export interface components {
          */
         NewWebhook: {
             /**
-             * @description A note for people; not used by the service (without U+0000)
+             * @description A note for people; not used by the service (well-formed Unicode, without U+0000)
              * @example Stock sync
              */
             description?: string;

@@ -24,9 +24,15 @@ const PARTS: Record<string, Part> = {
   row: { whole: 'The row', field: 'field', fields: 'fields', namesPart: false }
 }
 
+/**
+ * Text without U+0000, which PostgreSQL cannot store, nor lone surrogates (in u-mode, as Ajv and JSON
+ * Schema read patterns, `\\ud800-\\udfff` matches only those), which the stores changed into U+FFFD.
+ */
+export const WELL_FORMED_TEXT = '^[^\\u0000\\ud800-\\udfff]*$'
+
 /** The schemas' patterns, in words (a test sends each). */
 const PATTERN_RULES: Record<string, string> = {
-  '^[^\\u0000]*$': 'must not contain U+0000',
+  [WELL_FORMED_TEXT]: 'must be well-formed Unicode without U+0000',
   '^[\\x20-\\x7E]+$': 'must be printable ASCII characters (U+0020 to U+007E)'
 }
 

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox'
 import { EVENT_TYPES } from '../events/event.schemas.js'
 import { PageCursor, PageLimit } from '../pagination/page-query.js'
 import { Int64 } from '../validation/int64.js'
+import { WELL_FORMED_TEXT } from '../validation/validation-error-message.js'
 
 const WebhookId = Int64({ minimum: 1, description: 'Unique identifier assigned by the service on creation', examples: [7] })
 const EventId = Int64({ minimum: 1, description: 'The id of the event, as in the event log', examples: [1042] })
@@ -11,7 +12,7 @@ const Nullable = (schema: ReturnType<typeof Type.String>) => Type.Union([schema,
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  pattern: '^[^\\u0000]*$',
+  pattern: WELL_FORMED_TEXT,
   description: 'Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed. Stored as parsed (`HTTPS://Hooks.Example.com` is `https://hooks.example.com/`)',
   examples: ['https://hooks.example.com/petstore']
 })
@@ -22,7 +23,7 @@ const EventTypes = Type.Array(Type.Enum([...EVENT_TYPES, '*'], { type: 'string' 
   description: 'The event types delivered, or `["*"]` for every type, those added later included',
   examples: [['pet.created', 'pet.status_changed']]
 })
-const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000]*$', description: 'A note for people; not used by the service (without U+0000)', examples: ['Stock sync'] })
+const Description = Type.String({ maxLength: 500, pattern: WELL_FORMED_TEXT, description: 'A note for people; not used by the service (well-formed Unicode, without U+0000)', examples: ['Stock sync'] })
 const Secret = Type.String({
   pattern: '^whsec_[A-Za-z0-9+/=]+$',
   description: 'The signing secret (Standard Webhooks): give it to the receiver\'s verification library. Shown only here; it cannot be read again',

@@ -339,6 +339,9 @@ forEachStore((store) => {
       [{ url: 'not a url', events: ['*'] }, 422],
       [{ url: 'https://hooks.example.com/a\u0000b', events: ['*'] }, 400],
       [{ url: 'https://hooks.example.com/', events: ['*'], description: 'a\u0000b' }, 400],
+      // Stored, a lone surrogate became one U+FFFD on PostgreSQL and three on SQLite.
+      [{ url: 'https://hooks.example.com/', events: ['*'], description: 'a\ud800b' }, 400],
+      [{ url: 'https://hooks.example.com/\udc00', events: ['*'] }, 400],
       [{ url: 'https://user:pass@hooks.example.com/', events: ['*'] }, 422]
     ] as const) {
       const response = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: testApp.auth, payload })
@@ -467,7 +470,8 @@ test('every validation message on webhooks says what to fix in words, not in sch
   for (const [method, url, payload, headers, message] of [
     ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: [] }, {}, '`events` must list at least 1 item'],
     ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['pet.created', 'pet.created'] }, {}, '`events` must not list an item twice: items 0 and 1 are the same'],
-    ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['*'], description: 'a\u0000b' }, {}, '`description` must not contain U+0000'],
+    ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['*'], description: 'a\u0000b' }, {}, '`description` must be well-formed Unicode without U+0000'],
+    ['PATCH', `/v1/webhooks/${created.json().id}`, { description: '\ud800' }, {}, '`description` must be well-formed Unicode without U+0000'],
     ['POST', '/v1/webhooks', { url: 'https://hooks.example.com/', events: ['*'] }, { 'idempotency-key': 'clé' }, 'Header `idempotency-key` must be printable ASCII characters (U+0020 to U+007E)'],
     ['PATCH', `/v1/webhooks/${created.json().id}`, {}, {}, 'The body must have at least 1 field']
   ] as const) {
