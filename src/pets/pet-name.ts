@@ -8,11 +8,23 @@ const MAX_NAME_LENGTH = 100
  */
 export function isValidPetName (name: string): boolean {
   if (!name.isWellFormed() || name.includes('\0')) return false
-  const trimmed = name.trim()
+  const trimmed = trimWhitespace(name)
   if (trimmed.length === 0) return false
   // Characters are code points, not UTF-16 units, so an emoji counts once; a code point takes one or two units.
   if (trimmed.length <= MAX_NAME_LENGTH) return true
   return trimmed.length <= 2 * MAX_NAME_LENGTH && [...trimmed].length <= MAX_NAME_LENGTH
+}
+
+// What trim() removes, and U+0085 (NEL), the one Unicode White_Space character it keeps.
+const WHITESPACE = /[\s\u0085]/
+
+/** `text` without whitespace at both ends. A loop, not a regular expression anchored at the end, which backtracks quadratically. */
+function trimWhitespace (text: string): string {
+  let start = 0
+  let end = text.length
+  while (start < end && WHITESPACE.test(text[start]!)) start++
+  while (end > start && WHITESPACE.test(text[end - 1]!)) end--
+  return text.slice(start, end)
 }
 
 /** The `pet-name` string format of the schemas. */
