@@ -44,7 +44,8 @@ export function parseOverlap (text: string): number {
   return ms
 }
 
-const RFC_3339 = /^(\d{4}-\d\d-\d\d)T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/
+// Its T and Z in either case, as RFC 3339 allows (section 5.6).
+const RFC_3339 = /^(\d{4}-\d\d-\d\d)[Tt]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/
 
 /** `--expires-at`: an RFC 3339 date and time with its offset, such as 2027-03-01T00:00:00Z. */
 export function parseInstant (text: string): Date {
@@ -52,7 +53,8 @@ export function parseInstant (text: string): Date {
   // A day the calendar does not have (2027-02-30) would otherwise roll over into the next month.
   const realDay = date !== undefined && new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
   if (!realDay) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
-  return new Date(text)
+  // Date's parser takes them in upper case only.
+  return new Date(text.toUpperCase())
 }
 
 /** The lifetime options of `keys create` and `keys rotate`. */
