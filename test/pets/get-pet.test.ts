@@ -40,6 +40,18 @@ forEachStore((store) => {
     })
   }
 
+  test('an id written with leading zeros is the same integer, however many there are', async (t) => {
+    const testApp = await build(t, { store })
+    const pet = await createPet(testApp, { name: 'Rex', categoryId: 9 })
+    for (const zeros of [1, 19, 40]) {
+      const response = await testApp.app.inject({ url: `/v1/pets/${'0'.repeat(zeros)}${pet.id}`, headers: testApp.auth })
+      assert.equal(response.statusCode, 200, `${zeros} zeros: ${response.body}`)
+      assert.equal(response.json().id, pet.id)
+    }
+    const tooLarge = await testApp.app.inject({ url: `/v1/pets/${'0'.repeat(40)}9223372036854775808`, headers: testApp.auth })
+    assert.equal(tooLarge.statusCode, 400)
+  })
+
   test('getPet answers 404 for the largest int64 id', async (t) => {
     const testApp = await build(t, { store })
     const response = await testApp.app.inject({ url: '/v1/pets/9223372036854775807', headers: testApp.auth })
