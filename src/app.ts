@@ -241,7 +241,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
       db,
       clock,
       webhooksCursor: createCursorCodec(cursorSecret, 'webhooks', []),
-      deliveriesCursor: createCursorCodec(cursorSecret, 'webhook-deliveries', []),
+      deliveriesCursor: (webhookId) => createCursorCodec(cursorSecret, `webhook-deliveries ${webhookId}`, []),
       idempotentCreates,
       network: webhookNetwork,
       allowPrivate: allowPrivateWebhooks,

@@ -25,7 +25,8 @@ export interface WebhookRoutesOptions {
   db: Db
   clock: Clock
   webhooksCursor: CursorCodec<never>
-  deliveriesCursor: CursorCodec<never>
+  /** The cursors of one subscription's deliveries log: refused for another's. */
+  deliveriesCursor: (webhookId: bigint) => CursorCodec<never>
   idempotentCreates: IdempotentCreates
   network: WebhookNetwork
   allowPrivate: boolean
@@ -230,9 +231,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     const { webhookId } = request.params
     const { limit = DEFAULT_PAGE_LIMIT, cursor } = request.query
     if (await findWebhookById(db, webhookId) === undefined) throw webhookNotFound(webhookId)
-    const page = await findDeliveryPage(db, webhookId, { beforeId: afterIdOfCursor(deliveriesCursor, cursor, {}), limit })
+    const cursors = deliveriesCursor(webhookId)
+    const page = await findDeliveryPage(db, webhookId, { beforeId: afterIdOfCursor(cursors, cursor, {}), limit })
     if (page.nextBeforeId !== undefined) {
-      reply.header('link', nextPageLink(apiUrl, deliveriesCursor, { path: `/webhooks/${webhookId}/deliveries`, limit, filter: {}, afterId: page.nextBeforeId }))
+      reply.header('link', nextPageLink(apiUrl, cursors, { path: `/webhooks/${webhookId}/deliveries`, limit, filter: {}, afterId: page.nextBeforeId }))
     }
     return page.deliveries
   })

@@ -274,6 +274,23 @@ forEachStore((store) => {
     assert.deepEqual(again.sort(), [receiver.received[0]!.headers['webhook-id'], receiver.received[1]!.headers['webhook-id']].sort(), 'Rex once more, and Tom')
   })
 
+  test('a deliveries page\'s cursor serves that subscription\'s log only', async (t) => {
+    const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 20 } })
+    const receiver = await startReceiver(t)
+    const first = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json().id
+    const second = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json().id
+    for (const name of ['Rex', 'Tom']) await createPet(testApp, { name, categoryId: 3 })
+    await until('every attempt is logged', async () => (await deliveries(testApp, first)).length === 2 && (await deliveries(testApp, second)).length === 2)
+    const page = await testApp.app.inject({ url: `/v1/webhooks/${first}/deliveries?limit=1`, headers: testApp.auth })
+    const cursor = /[?&]cursor=([^&>]+)/.exec(String(page.headers.link))![1]!
+    const own = await testApp.app.inject({ url: `/v1/webhooks/${first}/deliveries?limit=1&cursor=${cursor}`, headers: testApp.auth })
+    assert.equal(own.statusCode, 200)
+    assert.equal(own.json()[0].id, (await deliveries(testApp, first))[1]!.id)
+    const other = await testApp.app.inject({ url: `/v1/webhooks/${second}/deliveries?limit=1&cursor=${cursor}`, headers: testApp.auth })
+    assert.equal(other.statusCode, 400, other.body)
+    assert.equal(errorOf(other).code, 'validation_failed')
+  })
+
   test('a rotated secret signs beside the new one for 24 hours', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
