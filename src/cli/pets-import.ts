@@ -47,9 +47,10 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
   try {
     const total = read.rows.length + read.rejected.length
     console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
-    // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
-    const progress = createProgress(read.rows.length, options.dryRun ? 'Checked' : 'Processed')
-    const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, signal, onProgress: (done) => progress.update(done) }))
+    // Rows are counted as they are gone through, rejected ones too (those unreadable first): the lines after say how many were stored.
+    const progress = createProgress(total, options.dryRun ? 'Checked' : 'Processed')
+    progress.update(read.rejected.length)
+    const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, signal, onProgress: (done) => progress.update(read.rejected.length + done) }))
     progress.stop()
 
     const rejected = [...read.rejected, ...report.rejected].sort(inFileOrder)

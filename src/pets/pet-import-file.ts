@@ -174,6 +174,9 @@ function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[
       info: true,
       raw: true,
       relax_column_count_less: true,
+      // A quote inside a field (`a"b`, `"a"x`) is kept as text, as spreadsheets read it: refused, the
+      // row's text was cut at the quote, and the rows after `"a"x` were taken into one unclosed field.
+      relax_quotes: true,
       skip_empty_lines: true,
       skip_records_with_error: true,
       on_skip: (error) => {

@@ -188,6 +188,21 @@ test('a CSV row short of fields is refused naming each required field it lacks',
   assert.match(result.stdout, /^line 2: The row is missing the required field `categoryId`$/m)
 })
 
+test('a quote inside a CSV field is kept as text, and the progress counts every row, the unreadable ones too', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  const file = join(dir, 'quotes.csv')
+  // A stray quote made its row unreadable and its text was lost: the rejected row held `a"` alone,
+  // and `"a"x` took every row after it into one unclosed quoted field.
+  writeFileSync(file, 'name,categoryId\na"b,1\n"a"x,1\nok,2\nx,1,extra\n')
+  const result = await runCli(['pets', 'import', file, '--dry-run'], env)
+  assert.equal(result.code, 1, result.stdout + result.stderr)
+  assert.match(result.stdout, /^Checking 4 rows /m)
+  assert.match(result.stdout, /^Valid, not stored \(dry run\): 3 pets\.$/m)
+  assert.match(result.stdout, /^line 5: The row has 3 fields; the header names 2$/m)
+  assert.match(result.stderr, /^Checked: 4\/4 rows \(100%\)$/m)
+})
+
 test('--errors naming the file being imported is refused before anything is written: the file is left whole', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
