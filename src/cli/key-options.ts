@@ -53,7 +53,7 @@ export function parseInstant (text: string): Date {
   // A day the calendar does not have (2027-02-30) would otherwise roll over into the next month.
   const realDay = date !== undefined && new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
   if (!realDay) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
-  // Date's parser takes them in upper case only.
+  // ECMAScript's date format has them in upper case; lower case is left to each engine's own guess.
   return new Date(text.toUpperCase())
 }
 

@@ -26,7 +26,7 @@ const PARTS: Record<string, Part> = {
 
 /**
  * Text without U+0000, which PostgreSQL cannot store, nor lone surrogates (in u-mode, as Ajv and JSON
- * Schema read patterns, `\\ud800-\\udfff` matches only those), which the stores changed into U+FFFD.
+ * Schema read patterns, `\ud800-\udfff` matches only those), which the stores changed into U+FFFD.
  */
 export const WELL_FORMED_TEXT = '^[^\\u0000\\ud800-\\udfff]*$'
 
