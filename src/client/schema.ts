@@ -281,7 +281,7 @@ export interface paths {
          * Subscribe a URL to events (beta)
          * @description Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks (there may be 100 subscriptions) (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once (and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe.
          *
-         *     Requires an API key with the scopes `webhooks:write` and `events:read`.
+         *     Requires an API key with the scope `webhooks:write`.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -335,7 +335,7 @@ export interface paths {
          * Change a subscription (beta)
          * @description Changes the URL, the event types, the description, or whether it is enabled. Enabling a disabled subscription resumes delivery at once from its first event not delivered (events the event log no longer keeps are skipped).
          *
-         *     Requires an API key with the scopes `webhooks:write` and `events:read`.
+         *     Requires an API key with the scope `webhooks:write`.
          */
         patch: operations["updateWebhook"];
         trace?: never;

@@ -15,8 +15,8 @@ declare module 'fastify' {
     apiKeyScopes: ReadonlySet<Scope> | null
   }
   interface FastifyContextConfig {
-    /** The scope a key must hold to call the route, or the scopes, all of them; every route behind a key names one. */
-    scope?: Scope | readonly Scope[]
+    /** The scope a key must hold to call the route; every route behind a key names one. */
+    scope?: Scope
   }
 }
 
@@ -40,13 +40,10 @@ const EXPIRED_CREDENTIALS = new ApiError(401, 'unauthorized', 'The API key expir
   headers: { 'www-authenticate': 'Bearer realm="petstore", error="invalid_token", error_description="The API key expired"' }
 })
 
-/** The 403 of a valid key without some of the `required` scopes, the `missing` ones (RFC 6750 section 3.1). */
-function insufficientScope (required: readonly Scope[], missing: readonly Scope[]): ApiError {
-  const message = required.length === 1 ?
-    `This operation needs the scope ${required[0]}, which the API key does not hold` :
-    `This operation needs the scopes ${required.join(' and ')}; the API key does not hold ${missing.join(' and ')}`
-  return new ApiError(403, 'insufficient_scope', message, {
-    headers: { 'www-authenticate': `Bearer realm="petstore", error="insufficient_scope", scope="${required.join(' ')}"` }
+/** The 403 of a valid key without `scope` (RFC 6750 section 3.1). */
+function insufficientScope (scope: Scope): ApiError {
+  return new ApiError(403, 'insufficient_scope', `This operation needs the scope ${scope}, which the API key does not hold`, {
+    headers: { 'www-authenticate': `Bearer realm="petstore", error="insufficient_scope", scope="${scope}"` }
   })
 }
 
@@ -104,21 +101,15 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
     else pending.then(() => { done() }, done)
   })
 
-  // Each route checks its own scopes, in a hook of its own that runs after the one above: they are
-  // known when the route is made, so a request costs a set lookup a scope.
+  // Each route checks its own scope, in a hook of its own that runs after the one above: the scope is
+  // known when the route is made, so a request costs one set lookup.
   app.addHook('onRoute', (route) => {
     const scope = route.config?.scope
     if (scope === undefined) throw new Error(`${String(route.method)} ${route.url} is behind an API key but names no scope`)
-    const required: readonly Scope[] = [scope].flat()
+    const refusal = insufficientScope(scope)
     const requireScope: onRequestHookHandler = (request, _reply, done) => {
-      const held = request.apiKeyScopes
-      for (const needed of required) {
-        if (held?.has(needed) !== true) {
-          done(insufficientScope(required, required.filter((scope) => held?.has(scope) !== true)))
-          return
-        }
-      }
-      done()
+      if (request.apiKeyScopes?.has(scope) === true) done()
+      else done(refusal)
     }
     route.onRequest = [...[route.onRequest ?? []].flat(), requireScope]
   })

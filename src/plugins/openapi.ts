@@ -49,15 +49,13 @@ ${Object.entries(GENERAL_HEADERS).filter(([name]) => name !== 'cache-control').m
 `
 
 /**
- * An operation's required scopes, in its security requirement (OpenAPI lets a bearer scheme list the
- * roles it needs, all of them) and in its description, which /docs shows.
+ * An operation's required scope, in its security requirement (OpenAPI lets a bearer scheme list the
+ * roles it needs) and in its description, which /docs shows.
  */
-function withScope (schema: FastifySchema, scope: Scope | readonly Scope[] | undefined): FastifySchema {
+function withScope (schema: FastifySchema, scope: Scope | undefined): FastifySchema {
   if (scope === undefined) return schema
-  const scopes = [scope].flat()
-  const named = scopes.length === 1 ? `the scope \`${scopes[0]}\`` : `the scopes ${scopes.map((each) => `\`${each}\``).join(' and ')}`
-  const description = `${(schema as { description?: string }).description ?? ''}\n\nRequires an API key with ${named}.`.trimStart()
-  return { ...schema, security: [{ bearerAuth: scopes }], description } as FastifySchema
+  const description = `${(schema as { description?: string }).description ?? ''}\n\nRequires an API key with the scope \`${scope}\`.`.trimStart()
+  return { ...schema, security: [{ bearerAuth: [scope] }], description } as FastifySchema
 }
 
 /** The OpenAPI servers: production (or this host when PUBLIC_BASE_URL is unset) and staging, each ending in /v1. */

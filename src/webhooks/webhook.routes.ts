@@ -90,7 +90,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   const webhookUrlPrefix = apiUrl('/webhooks/')
 
   app.post('/webhooks', {
-    config: { scope: ['webhooks:write', 'events:read'] }, // a subscription receives the event feed
+    config: { scope: 'webhooks:write' },
     schema: {
       ...BETA,
       operationId: 'createWebhook',
@@ -160,7 +160,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   })
 
   app.patch('/webhooks/:webhookId', {
-    config: { scope: ['webhooks:write', 'events:read'] }, // a subscription receives the event feed
+    config: { scope: 'webhooks:write' },
     schema: {
       ...BETA,
       operationId: 'updateWebhook',
