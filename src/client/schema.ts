@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events (beta)
-         * @description Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks (there may be 100 subscriptions) (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once (and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe.
+         * @description Events committed from now on whose type is listed are POSTed to the URL, one at a time in id order, signed after Standard Webhooks (there may be 100 subscriptions) (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once (and to a retry with the same `Idempotency-Key` within 24 hours). Send an `Idempotency-Key` to make retries safe. So a key with `webhooks:write` has the events delivered where it says, `events:read` or not, as webhook permissions elsewhere do.
          *
          *     Requires an API key with the scope `webhooks:write`.
          */

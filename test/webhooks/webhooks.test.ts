@@ -371,6 +371,9 @@ forEachStore((store) => {
     const refused = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: reader, payload: body })
     assert.equal(errorOf(refused).code, 'insufficient_scope')
     assert.match(errorOf(refused).message, /webhooks:write/)
+    // Documented: webhooks:write sends the events where the key says, without events:read.
+    const { key: writeOnly } = await createKey(testApp.db, 'writer', { scopes: 'webhooks:write' })
+    assert.equal((await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: { authorization: `Bearer ${writeOnly}` }, payload: body })).statusCode, 201)
     const { key: petsOnly } = await createKey(testApp.db, 'pets', { scopes: 'pets:read pets:write' })
     assert.equal((await testApp.app.inject({ url: `/v1/webhooks/${created.id}/deliveries`, headers: { authorization: `Bearer ${petsOnly}` } })).statusCode, 403)
 
