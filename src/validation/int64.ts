@@ -22,9 +22,11 @@ export function isInt64Schema (schema: Record<string, unknown>): boolean {
   return schema.type === 'integer' && schema.format === 'int64'
 }
 
-// Leading zeros are dropped, however many: the digits that make the value are at most 20, so
-// BigInt never reads a long text (a path parameter may be up to 8 KiB).
-const DECIMAL_INTEGER = /^(-?)0*(\d{1,20})$/
+// Leading zeros, however many, then at most 19 digits (int64's): BigInt never makes a number of
+// thousands of digits from a long text (a path parameter may be up to 8 KiB), and zeros add nothing
+// to it. The first digit after the zeros is not one, so that `0*` has one way to match: with `0*\d`,
+// the 8 KiB of zeros that end in a letter took 330 µs to refuse, against 17 µs.
+const DECIMAL_INTEGER = /^-?(?:0*[1-9]\d{0,18}|0+)$/
 
 /**
  * Reads an int64 from a parsed JSON value (a number or, past 2^53, a BigInt) or, when `fromString`
@@ -34,10 +36,7 @@ export function toInt64 (value: unknown, fromString: boolean): bigint | undefine
   let result: bigint
   if (typeof value === 'bigint') result = value
   else if (typeof value === 'number' && Number.isSafeInteger(value)) result = BigInt(value)
-  else if (fromString && typeof value === 'string') {
-    const decimal = DECIMAL_INTEGER.exec(value)
-    if (decimal === null) return undefined
-    result = BigInt(decimal[1]! + decimal[2]!)
-  } else return undefined
+  else if (fromString && typeof value === 'string' && DECIMAL_INTEGER.test(value)) result = BigInt(value)
+  else return undefined
   return result >= INT64_MIN && result <= INT64_MAX ? result : undefined
 }
