@@ -60,6 +60,21 @@ test('a SQLite store file deleted or replaced under the running service refuses 
   assert.equal((await testApp.app.inject(refused[0]!)).statusCode, 503)
 })
 
+test('a SQLite store whose write-ahead log alone is deleted refuses writes (503) and readiness: commits to the unlinked log would be lost with the process', async (t) => {
+  const testApp = await build(t)
+  await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  const path = testApp.config.DATABASE_URL.slice('sqlite:'.length)
+  rmSync(`${path}-wal`)
+  for (const request of [{ method: 'POST' as const, url: '/v1/pets', headers: testApp.auth, payload: { name: 'Lost', categoryId: 1 } }, { url: '/readyz' }]) {
+    const response = await testApp.app.inject(request)
+    assert.equal(response.statusCode, 503, `${request.url}: ${response.body}`)
+    assert.equal(errorOf(response).code, 'service_unavailable')
+  }
+  // Another process opening the store makes a new, empty log: not the one the service has open either.
+  new SqliteDatabase(path).close()
+  assert.equal((await testApp.app.inject({ url: '/readyz' })).statusCode, 503)
+})
+
 test('writes refused one after another by a lock held elsewhere do not stall the service into shedding load: reads are answered meanwhile', async (t) => {
   // better-sqlite3 waits for the lock holding the event loop: each wait must stay well under the lag
   // at which the service sheds load, even back to back (0.5 s waits made /healthz answer 503). At the

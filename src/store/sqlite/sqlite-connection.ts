@@ -26,7 +26,12 @@ export class SqliteConnection {
   readonly #transaction: SqliteDatabase.Transaction<(work: () => unknown) => unknown>
   readonly #path: string
   /** The file opened, as the file system tells files apart. */
-  readonly #file: { dev: number, ino: number }
+  readonly #file: FileId
+  /**
+   * Its write-ahead log, once seen: SQLite makes it with the file's first write (for a file with
+   * content, when the connection opens), and keeps it while any connection is open.
+   */
+  #wal: FileId | undefined
 
   /** `queryOnly` refuses every write on this connection, for one that serves reads alone. */
   constructor (path: string, durability: Durability, { queryOnly = false } = {}) {
@@ -81,14 +86,20 @@ export class SqliteConnection {
 
   /**
    * Throws SQLite's SQLITE_READONLY_DBMOVED (a store fault: 503) when the path no longer names the
-   * file this connection has open: deleted or replaced under the running service, SQLite would go on
-   * committing to the file it has open, and every write acknowledged would be gone with the process.
-   * A `stat` a write transaction, a few microseconds.
+   * file this connection has open, or its `-wal` path the write-ahead log it has open: deleted or
+   * replaced under the running service, SQLite would go on committing to the files it has open, and
+   * every write acknowledged since the last checkpoint would be gone with the process (a deleted log
+   * alone lost the creates of the last tenth of a second before a `kill -9`). Two `stat` calls a write
+   * transaction, a few microseconds.
    */
   checkFile (): void {
-    const now = statSync(this.#path, { throwIfNoEntry: false })
-    if (now?.dev === this.#file.dev && now.ino === this.#file.ino) return
-    throw Object.assign(new Error(`The store file ${this.#path} was deleted or replaced while open: writes are refused, as they would be lost; restart the service on the file as it should be`), {
+    const wal = statSync(`${this.#path}-wal`, { throwIfNoEntry: false })
+    this.#wal ??= wal
+    const moved = !sameFile(statSync(this.#path, { throwIfNoEntry: false }), this.#file) ? `The store file ${this.#path}` :
+      this.#wal !== undefined && !sameFile(wal, this.#wal) ? `The store's write-ahead log ${this.#path}-wal` :
+        undefined
+    if (moved === undefined) return
+    throw Object.assign(new Error(`${moved} was deleted or replaced while open: writes are refused, as they would be lost; restart the service on the file as it should be`), {
       code: 'SQLITE_READONLY_DBMOVED'
     })
   }
@@ -119,6 +130,16 @@ export class SqliteConnection {
     }
     return statement
   }
+}
+
+/** A file as the file system tells files apart. */
+interface FileId {
+  dev: number
+  ino: number
+}
+
+function sameFile (file: FileId | undefined, opened: FileId): boolean {
+  return file?.dev === opened.dev && file.ino === opened.ino
 }
 
 /** Makes the store's folder, naming the file that stands in its way, which mkdir's EEXIST and ENOTDIR do not. */
