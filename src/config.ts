@@ -143,16 +143,23 @@ function allowedValues (name: string): string {
 /**
  * A URL's password replaced by ***, so that an error about a URL never shows the secret in it: what
  * follows the user name's `:` up to the last `@` (a password may hold an unescaped `/` or `@`), or
- * without that `:` all of what comes before the `@`, a URL missing its `//` as well. Masking too much
- * is the safe side.
+ * without that `:` all of what comes before the `@`, a URL missing its `//` as well; and the value of
+ * every query parameter named like a credential (pg and ioredis both take `?password=`). Masking too
+ * much is the safe side.
  */
 function withoutPassword (value: string): string {
   const at = value.lastIndexOf('@')
-  if (at === -1) return value
+  if (at === -1) return withoutCredentialParameters(value)
   const userStart = /^[a-z][a-z\d+.-]*:\/{0,2}/i.exec(value)?.[0].length ?? 0
   const colon = value.indexOf(':', userStart)
   const secretStart = colon !== -1 && colon < at ? colon + 1 : userStart
-  return `${value.slice(0, secretStart)}***${value.slice(at)}`
+  return `${value.slice(0, secretStart)}***${withoutCredentialParameters(value.slice(at))}`
+}
+
+const CREDENTIAL_PARAMETER = /([?&][^=&#]*(?:pass|pwd|secret|token|key|auth|cred)[^=&#]*=)[^&#]*/gi
+
+function withoutCredentialParameters (url: string): string {
+  return url.replace(CREDENTIAL_PARAMETER, '$1***')
 }
 
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */

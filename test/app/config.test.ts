@@ -47,6 +47,13 @@ test('a configuration error names the variable, the value received and what is a
     'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL'],
     [{ DATABASE_URL: 'sqlite:file:/tmp/pets.db?mode=ro' }, 'Invalid configuration: DATABASE_URL is "sqlite:file:/tmp/pets.db?mode=ro"; ' +
     'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL'],
+    // pg and ioredis take a password in the query too.
+    [{ DATABASE_URL: 'postgres://app@db:99999/pets?sslmode=require&password=s3cret' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db:99999/pets?sslmode=require&password=***"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
+    [{ REDIS_URL: 'redis://cache:99999/?Password=s3cret' }, 'Invalid configuration: REDIS_URL is "redis://cache:99999/?Password=***"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
+    'a URL (its port a number up to 65535), with no path or a database number (/0)'],
+    [{ DATABASE_DIRECT_URL: 'unix:///tmp/x?sslpassword=s3cret&x=1' }, 'Invalid configuration: DATABASE_DIRECT_URL is "unix:///tmp/x?sslpassword=***&x=1"; ' +
+    'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB'],
     // Its listener failed as if another process held the port.
     [{ METRICS_PORT: '8080' }, 'Invalid configuration: METRICS_PORT is 8080, the port of the API (PORT); the metrics need a port of their own'],
     [{ PORT: '9000', METRICS_PORT: '9000' }, 'Invalid configuration: METRICS_PORT is 9000, the port of the API (PORT); the metrics need a port of their own']
