@@ -213,6 +213,33 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
       assert.match(lines[1]!.message, /^the change notifications of PostgreSQL are heard again after \d+\.\d s: reads are served from memory again$/)
     })
 
+    test('probes go the way the writes go: writes re-pointed at another database (a pooler reloaded) turn the cache off within 100 ms, though the listener still answers', async (t) => {
+      // The listener stays on the first database while the writes' connections move to the second,
+      // as when PgBouncer is re-pointed and DATABASE_DIRECT_URL is not: the writes' notifications are
+      // never heard, and a probe sent on the listener itself would still come back.
+      const [first, second] = await Promise.all([postgres.databaseUrl(t), postgres.databaseUrl(t)])
+      const writers = await Promise.all([first, second].map(async (url) => {
+        const client = new pg.Client({ connectionString: url })
+        await client.connect()
+        defer(t, () => client.end())
+        return client
+      }))
+      let writes = writers[0]!
+      const feed = new PostgresChangeFeed({
+        connectionString: directUrlOf(first) ?? first,
+        notify: async (payload) => { await writes.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) },
+        connectMs: 1000,
+        log: { info: () => {}, warn: () => {}, error: () => {} }
+      })
+      defer(t, () => feed.close())
+      assert.notEqual(await timeUntil(async () => feed.version() !== undefined, 2000), undefined, 'the feed listens')
+
+      writes = writers[1]!
+      const offAfter = await timeUntil(async () => feed.version() === undefined, 1000)
+      assert.notEqual(offAfter, undefined, 'the cache goes off')
+      assert.ok(offAfter! <= STALENESS_BOUND_MS, `the cache stayed on ${offAfter!.toFixed(1)} ms`)
+    })
+
     // CI runs the suites a second time through PgBouncer in transaction mode, with the server behind it as TEST_DATABASE_DIRECT_URL.
     if (process.env.TEST_DATABASE_DIRECT_URL !== undefined) {
       test('through PgBouncer without DATABASE_DIRECT_URL, notifications cannot be trusted: the cache stays off and reads are fresh', async (t) => {

@@ -8,7 +8,10 @@ export const PET_CHANGES_CHANNEL = 'petstore_pet_changes'
 export interface ChangeFeedOptions {
   /** A direct connection to PostgreSQL: LISTEN does not work through PgBouncer in transaction mode. */
   connectionString: string
-  /** Sends a notification on the channel through the connections the writes take (the probe of the path). */
+  /**
+   * Sends a notification on the channel through the connections the writes take (the probe of the
+   * path), best in a transaction whose commit does not wait for the WAL flush (see NOTIFY_UNFLUSHED).
+   */
   notify: (payload: string) => Promise<void>
   connectMs: number
   log: StoreLog
@@ -21,6 +24,8 @@ export interface ChangeFeedOptions {
 }
 
 const MAX_RETRY_MS = 30_000
+const NOT_HEARD = (ms: number) => `a notification sent the way the writes go did not come back to the listening connection within ${ms} ms ` +
+  '(DATABASE_DIRECT_URL, when set, must name the same database as DATABASE_URL, directly, not through a pooler in transaction mode)'
 const PROBE = 'probe '
 /**
  * How long a probe's return vouches for the notifications: past this since the last probe heard back
@@ -31,9 +36,12 @@ const FRESH_MS = 75
 const PROBE_GAP_MS = 20
 /** Reads asked within this keep the probes PROBE_GAP_MS apart; past it, they wait `heartbeatMs`. */
 const ACTIVE_MS = 1000
-// A probe's own commit need not wait for the WAL flush: the order of notifications is the order of
-// commits, whether flushed or not, and a flush costs the server more than the probe.
-const NOTIFY_UNFLUSHED = "select set_config('synchronous_commit', 'off', true), pg_notify($1, $2)"
+/**
+ * A probe's statement, with the channel and the payload as $1 and $2. Its commit need not wait for the
+ * WAL flush: the order of notifications is the order of commits, whether flushed or not, and a flush
+ * costs the server more than the probe.
+ */
+export const NOTIFY_UNFLUSHED = "select set_config('synchronous_commit', 'off', true), pg_notify($1, $2)"
 
 /**
  * What has changed in the pets table of a PostgreSQL store, for the read caches of an instance: a
@@ -42,17 +50,19 @@ const NOTIFY_UNFLUSHED = "select set_config('synchronous_commit', 'off', true), 
  * be missed (not yet listening, connection lost), and then the caches are bypassed.
  *
  * While reads ask, the listening connection is probed every few tens of milliseconds with a
- * notification of its own: PostgreSQL delivers notifications in the order of their commits, so when a
- * probe sent at t comes back, every commit made before t has been heard. Past FRESH_MS since the last
+ * notification sent the way the writes go: PostgreSQL delivers notifications in the order of their
+ * commits, so when a probe sent at t comes back, every commit made before t has been heard. Sent on the
+ * listening connection itself, a probe came back even after the writes' pooler was re-pointed at
+ * another database, whose commits the listener then never heard. Past FRESH_MS since the last
  * probe heard back was sent, the version is undefined: a connection that hangs without failing (a
  * frozen server or network) leaves no read older than that, however long it takes to count as lost.
  * Each probe is a transaction (it takes a transaction id): without reads they are `heartbeatMs` apart,
  * and the first read after a pause is answered from the database while a probe is made at once.
  *
  * Listening starts only when a cache first asks: the CLI and instances that never read pets keep no
- * connection for it. Before counting on the notifications, the feed sends one through the writes'
- * own connections and waits for it: through a pooler that cannot pass them (PgBouncer's transaction
- * mode as the listening connection), the caches stay off rather than stale.
+ * connection for it. Through a pooler that cannot pass notifications (PgBouncer's transaction mode as
+ * the listening connection), or a listener on another database than the writes, no probe comes back
+ * and the caches stay off rather than stale.
  */
 export class PostgresChangeFeed {
   #generation = 0
@@ -125,7 +135,7 @@ export class PostgresChangeFeed {
     await client.connect()
     if (this.#closed) return await client.end()
     await client.query(`listen ${PET_CHANGES_CHANNEL}`)
-    const heardUpTo = await this.#probe(this.options.notify)
+    const heardUpTo = await this.#probe()
     if (client !== this.#client || this.#closed) return // lost, or closed, meanwhile
     this.#heardUpTo = heardUpTo
     this.#listening = true
@@ -145,11 +155,10 @@ export class PostgresChangeFeed {
     this.#timer = setTimeout(() => { this.#probeListener(client) }, reading ? PROBE_GAP_MS : this.#heartbeatMs).unref()
   }
 
-  /** Checks that a notification sent on the listening connection itself comes back, then schedules the next check. */
+  /** Checks that a probe comes back to the listening connection, then schedules the next check. */
   #probeListener (client: Client): void {
     this.#probing = true
-    const notifyOnListener = async (payload: string) => { await client.query(NOTIFY_UNFLUSHED, [PET_CHANGES_CHANNEL, payload]) }
-    this.#probe(notifyOnListener)
+    this.#probe()
       .then((sentAt) => {
         this.#probing = false
         if (client !== this.#client || this.#closed) return // lost, or closed, meanwhile: that path goes on
@@ -161,15 +170,15 @@ export class PostgresChangeFeed {
       })
   }
 
-  /** Sends a notification of its own by `send`; resolves, once it has come back to the listener, with when it was sent. */
-  async #probe (send: (payload: string) => Promise<void>): Promise<number> {
+  /** Sends a notification of its own the way the writes go; resolves, once it has come back to the listener, with when it was sent. */
+  async #probe (): Promise<number> {
     const payload = `${PROBE}${randomUUID()}`
     const sentAt = performance.now()
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => { reject(new Error(`a notification did not come back within ${this.#probeMs} ms`)) }, this.#probeMs)
+        const timer = setTimeout(() => { reject(new Error(NOT_HEARD(this.#probeMs))) }, this.#probeMs)
         this.#awaited.set(payload, () => { clearTimeout(timer); resolve() })
-        send(payload).catch((err: Error) => { clearTimeout(timer); reject(err) })
+        this.options.notify(payload).catch((err: Error) => { clearTimeout(timer); reject(err) })
       })
       return sentAt
     } finally {

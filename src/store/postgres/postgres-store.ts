@@ -3,7 +3,7 @@ import type { Client, Pool } from 'pg'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
 import type { Store, StoreLog } from '../store.js'
-import { PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
+import { NOTIFY_UNFLUSHED, PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
@@ -36,7 +36,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   }
   const feed = new PostgresChangeFeed({
     connectionString: directUrl ?? connectionString,
-    notify: async (payload) => { await sql`select pg_notify(${PET_CHANGES_CHANNEL}, ${payload})`.execute(db) },
+    notify: async (payload) => { await (await connections()).query(NOTIFY_UNFLUSHED, [PET_CHANGES_CHANNEL, payload]) },
     connectMs: deadlines.connectMs,
     log
   })
