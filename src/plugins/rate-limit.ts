@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
+import { clientNetwork } from '../client-address.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 
@@ -82,7 +83,7 @@ export async function createRateLimiter (app: FastifyInstance, { perMinute, maxC
   }
   return {
     admitKey: admit('key', (request) => request.apiKeyId),
-    admitAnonymous: admit('address', (request) => request.ip)
+    admitAnonymous: admit('address', (request) => clientNetwork(request.ip, request.socket.remoteAddress))
   }
 }
 

@@ -35,6 +35,30 @@ test('from a trusted proxy, X-Forwarded-For names the client, each with its own 
   ], [401, 401, 429])
 })
 
+test('requests without a key are counted by client address as an address, not as written: no port, IPv4 for IPv4-mapped, one IPv6 /56, and the proxy\'s own for what is no address', async (t) => {
+  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1' } })
+  const budgets = [
+    ['203.0.113.1:5001', '203.0.113.1:5002', '203.0.113.1'],
+    ['::ffff:203.0.113.7', '0:0:0:0:0:FFFF:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:0:1::1', '2001:DB8:0:1::2', '[2001:db8:0:ff::3]:443'],
+    // Thousands of distinct values, each a counter of its own, could have filled the memory.
+    ['garbage', `x${'y'.repeat(8000)}`, '203.0.113.300']
+  ]
+  for (const sameClient of budgets) {
+    const statuses: number[] = []
+    for (const forwardedFor of sameClient) statuses.push(await anonymous(testApp, '127.0.0.1', forwardedFor))
+    assert.deepEqual(statuses, [401, 401, 429], sameClient[0])
+  }
+  assert.equal(await anonymous(testApp, '127.0.0.1', '2001:db8:0:100::1'), 401, 'the next /56 has a budget of its own')
+  assert.equal(await anonymous(testApp, '127.0.0.1'), 429, 'what was no address used up the proxy\'s own budget')
+  // Without a proxy too.
+  assert.deepEqual([
+    await anonymous(testApp, '2001:db8:1::1'),
+    await anonymous(testApp, '2001:db8:1::2'),
+    await anonymous(testApp, '2001:db8:1:ab::3')
+  ], [401, 401, 429])
+})
+
 async function openConnections (t: TestContext, testApp: TestApp, localAddress: string, count: number): Promise<Socket[]> {
   if (!testApp.app.server.listening) await testApp.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = testApp.app.server.address() as { port: number }
@@ -61,8 +85,12 @@ test('a trusted proxy\'s connections are not held to CONNECTIONS_PER_ADDRESS, wh
 
 test('TRUST_PROXY takes addresses and CIDRs, and refuses anything else naming the variable', () => {
   assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.168.1.7' }).TRUST_PROXY, '10.0.0.0/8, ::1,192.168.1.7')
-  for (const value of ['proxy.internal', '10.0.0.0/33', '10.0.0.0/8;', ', ,', '*']) {
+  assert.equal(loadConfig({ TRUST_PROXY: '::ffff:10.0.0.1,2001:db8::/32' }).TRUST_PROXY, '::ffff:10.0.0.1,2001:db8::/32')
+  // Other ways to write an IPv4 address (octal, hexadecimal, fewer parts) trusted another address than
+  // the one meant (127.0.0.010 is 127.0.0.8); a /0 (every address) stopped the start with a raw error.
+  for (const value of ['proxy.internal', '10.0.0.0/33', '10.0.0.0/8;', ', ,', '*', '127.0.0.010', '010.0.0.1/8', '1', '127.1', '0x7f000002', '0.0.0.0/0', '::/0']) {
     assert.throws(() => loadConfig({ TRUST_PROXY: value }), (error: unknown) => error instanceof ConfigError &&
-      error.message === `Invalid configuration: TRUST_PROXY is ${JSON.stringify(value)}; it must be of the form 10.0.0.0/8 or 127.0.0.1,10.1.2.0/24: addresses or CIDRs, comma-separated`, value)
+      error.message === `Invalid configuration: TRUST_PROXY is ${JSON.stringify(value)}; it must be of the form 10.0.0.0/8 or 127.0.0.1,10.1.2.0/24: ` +
+      'addresses (IPv4 as four decimal numbers) or CIDRs, comma-separated; no /0, which would let every client choose its own address', value)
   }
 })
