@@ -1,10 +1,10 @@
 import ipaddr from 'ipaddr.js'
 
 /**
- * IPv6 clients are counted by network, as express-rate-limit does (its default): a subscriber is given
- * a /56 or a /64 of addresses, each of which would otherwise have a budget of its own.
+ * IPv6 clients are counted by network, as @fastify/rate-limit's own key does by default: a subscriber
+ * is given a /64 at least, each address of which would otherwise have a budget of its own.
  */
-const IPV6_PREFIX_BITS = 56
+const IPV6_PREFIX_BITS = 64
 
 /** `[2001:db8::1]:443` or `203.0.113.1:5001`: an address with a port, as some proxies write them. */
 const WITH_PORT = /^\[([^\]]+)\](?::\d+)?$|^(\d+\.\d+\.\d+\.\d+):\d+$/
@@ -12,7 +12,7 @@ const WITH_PORT = /^\[([^\]]+)\](?::\d+)?$|^(\d+\.\d+\.\d+\.\d+):\d+$/
 /**
  * What a request's client is counted under for per-address limits: its address (`request.ip`, which
  * from a trusted proxy is the one X-Forwarded-For names, as written) as an address, not as text: no
- * port, an IPv4-mapped IPv6 address as IPv4, an IPv6 address as its /56 network. A value that is no
+ * port, an IPv4-mapped IPv6 address as IPv4, an IPv6 address as its /64 network. A value that is no
  * address counts as the connection's own (`socketAddress`, the proxy's): as text, each spelling of an
  * address, or any string up to the header's size, would be a counter of its own.
  */

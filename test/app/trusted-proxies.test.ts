@@ -35,12 +35,12 @@ test('from a trusted proxy, X-Forwarded-For names the client, each with its own 
   ], [401, 401, 429])
 })
 
-test('requests without a key are counted by client address as an address, not as written: no port, IPv4 for IPv4-mapped, one IPv6 /56, and the proxy\'s own for what is no address', async (t) => {
+test('requests without a key are counted by client address as an address, not as written: no port, IPv4 for IPv4-mapped, one IPv6 /64, and the proxy\'s own for what is no address', async (t) => {
   const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1' } })
   const budgets = [
     ['203.0.113.1:5001', '203.0.113.1:5002', '203.0.113.1'],
     ['::ffff:203.0.113.7', '0:0:0:0:0:FFFF:203.0.113.7', '203.0.113.7'],
-    ['2001:db8:0:1::1', '2001:DB8:0:1::2', '[2001:db8:0:ff::3]:443'],
+    ['2001:db8:0:1::1', '2001:DB8:0:1:0::2', '[2001:db8:0:1:ab::3]:443'],
     // Thousands of distinct values, each a counter of its own, could have filled the memory.
     ['garbage', `x${'y'.repeat(8000)}`, '203.0.113.300']
   ]
@@ -49,13 +49,13 @@ test('requests without a key are counted by client address as an address, not as
     for (const forwardedFor of sameClient) statuses.push(await anonymous(testApp, '127.0.0.1', forwardedFor))
     assert.deepEqual(statuses, [401, 401, 429], sameClient[0])
   }
-  assert.equal(await anonymous(testApp, '127.0.0.1', '2001:db8:0:100::1'), 401, 'the next /56 has a budget of its own')
+  assert.equal(await anonymous(testApp, '127.0.0.1', '2001:db8:0:2::1'), 401, 'the next /64 has a budget of its own')
   assert.equal(await anonymous(testApp, '127.0.0.1'), 429, 'what was no address used up the proxy\'s own budget')
   // Without a proxy too.
   assert.deepEqual([
     await anonymous(testApp, '2001:db8:1::1'),
     await anonymous(testApp, '2001:db8:1::2'),
-    await anonymous(testApp, '2001:db8:1:ab::3')
+    await anonymous(testApp, '2001:db8:1::ab:3')
   ], [401, 401, 429])
 })
 
