@@ -134,7 +134,11 @@ function forgetOldest (windows: Map<bigint | string, Window>, max: number, now: 
  */
 async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: string, perMinute: number, clock: Clock): Promise<Counter> {
   const redis = await connectRedis(redisUrl)
-  redis.on('error', () => {}) // a lost connection is seen, and logged, through the commands that fail
+  // A connection that fails (refused, wrong password, TLS to a plain server) is seen, and logged, through
+  // the commands that fail then, whose own error says only that the stream is not writable: its cause is kept.
+  let connectionError: Error | undefined
+  redis.on('error', (error: Error) => { connectionError = error })
+  redis.on('ready', () => { connectionError = undefined })
   app.addHook('onClose', async () => { redis.disconnect() })
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
   await app.register(rateLimit, { global: false, redis, nameSpace: `petstore:${namespace}:`, skipOnError: false })
@@ -152,7 +156,7 @@ async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: 
         return { remaining, resetSeconds: ttlInSeconds, exceeded: isExceeded }
       } catch (error) {
         coolingUntil = clock.now() + REDIS_COOL_DOWN_MS
-        if (!failing) app.log.warn({ err: error }, `rate-limit store (Redis) failed: requests are not limited for the next ${REDIS_COOL_DOWN_MS / 1000} s, then Redis is tried again`)
+        if (!failing) app.log.warn({ err: redis.status === 'ready' ? error : connectionError ?? error }, `rate-limit store (Redis) failed: requests are not limited for the next ${REDIS_COOL_DOWN_MS / 1000} s, then Redis is tried again`)
         failing = true
         return undefined
       }

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { connect } from 'node:net'
+import { connect, createServer, type AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createLogger } from '../../src/logger.js'
 import { REDIS_COMMAND_TIMEOUT_MS, REDIS_COOL_DOWN_MS } from '../../src/plugins/rate-limit.js'
-import { build, defer, manualClock } from '../helper.js'
+import { build, createKey, createTestStore, defer, manualClock, TEST_LIMITS } from '../helper.js'
 
 /**
  * A Redis of the test's own on a spare port, so that it can be frozen without touching anyone else's.
@@ -88,3 +92,21 @@ if (process.env.TEST_REDIS_URL) {
     assert.equal(resumed.limit, '"default";r=0;t=60')
   })
 }
+
+test('a Redis that cannot be reached is logged with the connection\'s own error, not the command\'s "stream isn\'t writeable"', async (t) => {
+  // A port nothing listens on: taken, then let go.
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  server.close()
+  const { store, databaseUrl } = await createTestStore(t)
+  const lines: Array<{ level: number, msg: string, err?: { message: string } }> = []
+  const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(JSON.parse(String(line))); done() } }))
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: `redis://127.0.0.1:${port}` }), store, logger, limits: TEST_LIMITS })
+  defer(t, () => app.close())
+  const response = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${(await createKey(store.db)).key}` } })
+  assert.equal(response.statusCode, 200, 'Redis fails open')
+  const failed = lines.find((line) => line.msg.startsWith('rate-limit store (Redis) failed'))
+  assert.equal(failed?.level, 40)
+  assert.match(failed.err?.message ?? '', new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${port}`))
+})
