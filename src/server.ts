@@ -14,7 +14,7 @@ import { createLogger } from './logger.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
 import type { Store } from './store/store.js'
-import { superviseWorkers } from './workers.js'
+import { STOP_WORKER, superviseWorkers } from './workers.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
@@ -40,6 +40,9 @@ export async function serve (config: Config): Promise<void> {
     return
   }
 
+  // Listened for from the start: the primary may ask a worker that is still starting, with no request to finish yet.
+  let stopWhenAsked = (): void => { process.exit(0) }
+  if (worker) process.on('message', (message) => { if (message === STOP_WORKER) stopWhenAsked() })
   const metrics = createMetrics()
   if (config.METRICS_PORT !== undefined) {
     collectProcessMetrics(metrics)
@@ -50,12 +53,15 @@ export async function serve (config: Config): Promise<void> {
   const app = await buildApp({ config, store, logger, metrics })
   const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
-  // A worker stops when the primary process tells it (SIGTERM), not on the terminal's Ctrl-C, which
-  // reaches every process of the group: the primary turns that into one SIGTERM each.
-  if (worker) process.on('SIGINT', () => {})
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: worker ? ['SIGINT'] : [] }, async ({ signal, err }) => {
+  // A worker stops when the primary process tells it (STOP_WORKER), not on a signal: Ctrl-C in a
+  // terminal, and SIGTERM from systemd (KillMode=control-group), reach every process of the group, and
+  // the primary's stop would come as a second one, on which a worker would exit at once, dropping the
+  // requests it is finishing.
+  const stopSignals = ['SIGINT', 'SIGTERM'] as const
+  if (worker) for (const signal of stopSignals) process.on(signal, () => {})
+  const shutdown = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: worker ? [...stopSignals] : [] }, async ({ signal, err, manual }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
-    else app.log.info({ signal }, 'shutting down')
+    else app.log.info({ signal }, manual === true ? 'shutting down: the primary process asked' : 'shutting down')
     metricsServer?.close()
     try {
       await app.close()
@@ -66,6 +72,7 @@ export async function serve (config: Config): Promise<void> {
 
   try {
     await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
+    stopWhenAsked = () => { void shutdown.close() }
     if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
   } catch (error) {
     metricsServer?.close()

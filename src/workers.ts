@@ -6,6 +6,9 @@ import { AggregatorRegistry } from 'prom-client'
 import type { Config } from './config.js'
 import { createMetricsServer } from './metrics/metrics.js'
 
+/** What the primary process sends a worker to have it finish its requests and exit. */
+export const STOP_WORKER = 'petstore:stop'
+
 /** A worker that dies after it started serving is started again after this. */
 const RESTART_DELAY_MS = 1000
 
@@ -21,7 +24,8 @@ export interface WorkerSupervision {
  * each new connection to the next worker in turn), after the caller has prepared the store once. This
  * process serves the workers' metrics, summed, on METRICS_PORT; starts a worker again when one dies
  * after it started serving (one that fails before, a port in use say, would fail again: then all
- * stop, with its exit code); and on SIGTERM or SIGINT has every worker finish its requests, then exits.
+ * stop, with its exit code); and on SIGTERM or SIGINT has every worker finish its requests (a message
+ * it sends each: the workers take no signal for it), then exits.
  */
 export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics }: WorkerSupervision): Promise<void> {
   const registry = new AggregatorRegistry()
@@ -34,7 +38,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     stopping = true
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined)
     const exited = Promise.all(workers.map(async (worker) => { if (worker.process.exitCode === null) await once(worker, 'exit') }))
-    for (const worker of workers) worker.process.kill('SIGTERM')
+    for (const worker of workers) if (worker.isConnected()) worker.send(STOP_WORKER)
     const killer = setTimeout(() => { for (const worker of workers) worker.process.kill('SIGKILL') }, graceMs + 1000)
     await exited
     clearTimeout(killer)

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { forEachStore, tempDir } from '../helper.js'
@@ -78,6 +81,37 @@ forEachStore((store) => {
     const remaining = [...servingPids(server)].filter(isAlive)
     assert.deepEqual(remaining, [], 'no worker outlives the service')
   })
+})
+
+test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s default) still lets every request in flight finish', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2' })
+  await untilListening(server, 2)
+  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const { port } = new URL(server.url)
+  // Creates on connections of their own (spread over both workers), each waiting for the rest of its body.
+  const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
+  const sockets = await Promise.all(Array.from({ length: 4 }, async () => {
+    const socket = connect(Number(port), '127.0.0.1')
+    await once(socket, 'connect')
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+    let answer = ''
+    socket.setEncoding('utf8').on('data', (chunk: string) => { answer += chunk })
+    const closed = once(socket, 'close')
+    return { socket, answer: async () => { await closed; return answer } }
+  }))
+  await new Promise((resolve) => setTimeout(resolve, 200)) // the workers have the requests by now
+
+  const workers = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+  assert.equal(workers.length, 2)
+  // The group's processes get the signal in no set order: here the workers first, then the primary,
+  // which passes on a stop of its own to each.
+  for (const pid of workers) process.kill(pid, 'SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  process.kill(server.child.pid!, 'SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  for (const { socket } of sockets) socket.end(body.slice(5))
+  for (const { answer } of sockets) assert.match(await answer(), /^HTTP\/1\.1 201 /)
+  assert.equal(await server.stop('SIGTERM'), 0)
 })
 
 if (process.env.TEST_REDIS_URL !== undefined) {
