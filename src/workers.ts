@@ -11,6 +11,8 @@ export const STOP_WORKER = 'petstore:stop'
 
 /** A worker that dies after it started serving is started again after this. */
 const RESTART_DELAY_MS = 1000
+/** A worker that fails to start once another has served (a database down, say) is started again after a wait that doubles up to this. */
+const MAX_RESTART_DELAY_MS = 30_000
 
 export interface WorkerSupervision {
   /** How long a worker may take to finish its requests on SIGTERM before it is killed. */
@@ -23,8 +25,9 @@ export interface WorkerSupervision {
  * `WEB_CONCURRENCY=N`: runs N worker processes that serve the API on the one port (node:cluster hands
  * each new connection to the next worker in turn), after the caller has prepared the store once. This
  * process serves the workers' metrics, summed, on METRICS_PORT; starts a worker again when one dies
- * after it started serving (one that fails before, a port in use say, would fail again: then all
- * stop, with its exit code); and on SIGTERM or SIGINT has every worker finish its requests (a message
+ * after it started serving, or fails to start once the service has served (its store unreachable,
+ * say: the others answer 503 meanwhile), waiting longer each time it fails; when the first workers
+ * fail to start (a port in use, say), which would fail again, all stop, with its exit code; and on SIGTERM or SIGINT has every worker finish its requests (a message
  * it sends each: the workers take no signal for it), then exits.
  */
 export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics }: WorkerSupervision): Promise<void> {
@@ -45,17 +48,29 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     metricsServer?.close()
     process.exit(exitCode)
   }
+  let served = false
+  let restartDelayMs = RESTART_DELAY_MS
   const fork = () => {
     const worker = cluster.fork()
-    worker.once('listening', () => { serving.add(worker) })
+    worker.once('listening', () => {
+      serving.add(worker)
+      served = true
+      restartDelayMs = RESTART_DELAY_MS
+    })
     worker.once('exit', (code, signal) => {
       if (stopping) return
-      if (!serving.delete(worker)) {
+      const workerPid = worker.process.pid
+      if (serving.delete(worker)) {
+        logger.error({ workerPid, code, signal }, 'a worker died: another is started')
+        setTimeout(fork, RESTART_DELAY_MS)
+      } else if (served) {
+        // Not a setting that can never work (the service served with it): a dependency that is down.
+        logger.error({ workerPid, code, signal }, `a worker failed to start: another is started in ${restartDelayMs / 1000} s`)
+        setTimeout(fork, restartDelayMs)
+        restartDelayMs = Math.min(restartDelayMs * 2, MAX_RESTART_DELAY_MS)
+      } else {
         void stop(code ?? 1)
-        return
       }
-      logger.error({ workerPid: worker.process.pid, code, signal }, 'a worker died: another is started')
-      setTimeout(fork, RESTART_DELAY_MS)
     })
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

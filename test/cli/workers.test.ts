@@ -5,7 +5,8 @@ import { request } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { forEachStore, tempDir } from '../helper.js'
+import { createCuttableProxy } from '../cuttable-proxy.js'
+import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
 import { listAllPets, startServer, type ServerProcess } from '../process.js'
 
 const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
@@ -113,6 +114,33 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s defaul
   for (const { answer } of sockets) assert.match(await answer(), /^HTTP\/1\.1 201 /)
   assert.equal(await server.stop('SIGTERM'), 0)
 })
+
+for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
+  test('WEB_CONCURRENCY=2 on PostgreSQL: a worker that dies while the database is unreachable is replaced once it is back; the service stays up meanwhile', async (t) => {
+    const direct = new URL(await store.databaseUrl(t))
+    const proxy = await createCuttableProxy(direct)
+    defer(t, () => proxy.close())
+    const viaProxy = new URL(direct)
+    viaProxy.host = `127.0.0.1:${proxy.port}`
+    const server = await startServer(t, { DATABASE_URL: viaProxy.toString(), WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500' })
+    await untilListening(server, 2)
+    const headers = { authorization: `Bearer ${server.output().match(KEY_LINE)![0]}` }
+
+    proxy.cut()
+    const [victim] = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+    process.kill(victim!, 'SIGKILL')
+    // Its replacement fails to start meanwhile (it reads settings from the store): the other worker answers.
+    const deadline = Date.now() + 15_000
+    while (!server.output().includes('a worker failed to start') && server.child.exitCode === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.equal(server.child.exitCode, null, `the service is up:\n${server.output()}`)
+    assert.equal((await send(`${server.url}/v1/pets`, { headers })).status, 503)
+
+    proxy.restore()
+    await untilListening(server, 3)
+    assert.equal((await send(`${server.url}/v1/pets`, { headers })).status, 200)
+    assert.equal(await server.stop('SIGTERM'), 0)
+  })
+}
 
 if (process.env.TEST_REDIS_URL !== undefined) {
   test('WEB_CONCURRENCY=2 with REDIS_URL: the rate limit holds per key across the workers', async (t) => {
