@@ -2,8 +2,8 @@ import cluster, { type Worker } from 'node:cluster'
 import { once } from 'node:events'
 import type { Server } from 'node:http'
 import type { Logger } from 'pino'
-import { AggregatorRegistry } from 'prom-client'
 import type { Config } from './config.js'
+import { ClusterMetrics } from './metrics/cluster-metrics.js'
 import { createMetricsServer } from './metrics/metrics.js'
 
 /** What the primary process sends a worker to have it finish its requests and exit. */
@@ -24,18 +24,18 @@ export interface WorkerSupervision {
 /**
  * `WEB_CONCURRENCY=N`: runs N worker processes that serve the API on the one port (node:cluster hands
  * each new connection to the next worker in turn), after the caller has prepared the store once. This
- * process serves the workers' metrics, summed, on METRICS_PORT; starts a worker again when one dies
+ * process serves the workers' metrics, summed (see ClusterMetrics), on METRICS_PORT; starts a worker again when one dies
  * after it started serving, or fails to start once the service has served (its store unreachable,
  * say: the others answer 503 meanwhile), waiting longer each time it fails; when the first workers
  * fail to start (a port in use, say), which would fail again, all stop, with its exit code; and on SIGTERM or SIGINT has every worker finish its requests (a message
  * it sends each: the workers take no signal for it), then exits.
  */
 export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics }: WorkerSupervision): Promise<void> {
-  const registry = new AggregatorRegistry()
-  const metricsServer = config.METRICS_PORT === undefined ? undefined : createMetricsServer({ metrics: async () => await registry.clusterMetrics(), contentType: registry.contentType })
+  const serving = new Set<Worker>()
+  const clusterMetrics = new ClusterMetrics()
+  const metricsServer = config.METRICS_PORT === undefined ? undefined : createMetricsServer({ metrics: async () => await clusterMetrics.metrics(serving), contentType: clusterMetrics.contentType })
   if (metricsServer !== undefined) await listenMetrics(metricsServer)
 
-  const serving = new Set<Worker>()
   let stopping = false
   const stop = async (exitCode: number) => {
     stopping = true
@@ -58,6 +58,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
       restartDelayMs = RESTART_DELAY_MS
     })
     worker.once('exit', (code, signal) => {
+      clusterMetrics.retire(worker)
       if (stopping) return
       const workerPid = worker.process.pid
       if (serving.delete(worker)) {

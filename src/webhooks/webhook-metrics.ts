@@ -25,6 +25,8 @@ export class WebhookMetrics {
       name: 'petstore_webhook_queue_depth',
       help: 'Events after the position of each enabled subscription, summed (of any type: an upper bound); NaN while the store cannot be read',
       registers: [registry],
+      // Every worker (WEB_CONCURRENCY) reads the one store: their values are not added up.
+      aggregator: 'max',
       // Read from the store: during an outage it is unknown (NaN; with no value, prom-client writes 0),
       // and the scrape goes on (a collect that throws failed all of it, when the rest matters most).
       async collect () {

@@ -47,11 +47,14 @@ function isAlive (pid: number): boolean {
 
 forEachStore((store) => {
   test('WEB_CONCURRENCY=2: two workers on one port, one first key, metrics summed over both, a dead worker replaced, one shutdown', async (t) => {
-    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t), WEB_CONCURRENCY: '2', METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_REQUESTS: 'on' })
+    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t), WEB_CONCURRENCY: '2', METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_REQUESTS: 'on', WEBHOOK_ALLOW_PRIVATE: 'true' })
     await untilListening(server, 2)
     const keys = server.output().match(KEY_LINE) ?? []
     assert.equal(keys.length, 1, 'the first key is made and shown once')
     const headers = { authorization: `Bearer ${keys[0]}`, 'content-type': 'application/json' }
+    // A subscription whose receiver never answers (port 9, discard): every event stays owed to it.
+    const webhook = await send(`${server.url}/v1/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['pet.created'] }) })
+    assert.equal(webhook.status, 201, webhook.body)
 
     // Creates on connections of their own, spread over both workers: each acknowledged, none lost.
     const created = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
@@ -65,14 +68,23 @@ forEachStore((store) => {
     assert.equal(workers.size, 2, 'both workers answered')
 
     const metricsPort = /"port":(\d+)[^\n]*metrics served at/.exec(server.output())![1]!
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
-    assert.match(metrics, /^http_requests_total\{method="POST",route="\/v1\/pets",status="201"\} 40$/m, 'the creates of both workers, summed')
+    const scrape = async () => await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    const CREATES = /^http_requests_total\{method="POST",route="\/v1\/pets",status="201"\} 40$/m
+    const metrics = await scrape()
+    assert.match(metrics, CREATES, 'the creates of both workers, summed')
     assert.match(metrics, /^process_cpu_user_seconds_total \d/m, 'the process metrics of the workers')
+    assert.match(metrics, /^petstore_webhook_queue_depth 40$/m, 'the one store\'s depth, not its sum over the workers')
 
-    // A worker that dies is replaced; the service answers meanwhile.
+    // A worker that dies is replaced; the service answers meanwhile. Its counts stay in the sums
+    // (counters that went down would read as a reset), and a scrape meanwhile is answered at once.
     const [victim] = workers
     process.kill(victim!, 'SIGKILL')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const started = performance.now()
+    assert.match(await scrape(), CREATES)
+    assert.ok(performance.now() - started < 1000, 'a scrape does not wait for the worker being replaced')
     await untilListening(server, 3)
+    assert.match(await scrape(), CREATES)
     const died = JSON.parse(server.output().split('\n').find((line) => line.includes('a worker died'))!)
     assert.equal(died.workerPid, victim, 'the dead worker, apart from the logging process\'s own pid')
     assert.equal(died.signal, 'SIGKILL')
