@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { once } from 'node:events'
 import type { Server } from 'node:http'
+import { availableParallelism } from 'node:os'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import { ClusterMetrics } from './metrics/cluster-metrics.js'
@@ -76,10 +77,19 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
-      if (stopping) return
+      if (stopping) {
+        // A second signal, as in one process (close-with-grace): stop now.
+        logger.error({ signal }, `second ${signal}: the workers are killed`)
+        for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL')
+        process.exit(1)
+      }
       logger.info({ signal }, 'shutting down: each worker finishes its requests')
       void stop(0)
     })
+  }
+  const cores = availableParallelism()
+  if (config.WEB_CONCURRENCY > cores) {
+    logger.warn({ workers: config.WEB_CONCURRENCY, cores }, `WEB_CONCURRENCY is ${config.WEB_CONCURRENCY}, above the ${cores} cores of this machine: the workers take turns on them, each with its memory and its database connections`)
   }
   logger.info({ workers: config.WEB_CONCURRENCY }, 'starting workers')
   for (let i = 0; i < config.WEB_CONCURRENCY; i++) fork()
