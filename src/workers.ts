@@ -25,11 +25,12 @@ export interface WorkerSupervision {
 /**
  * `WEB_CONCURRENCY=N`: runs N worker processes that serve the API on the one port (node:cluster hands
  * each new connection to the next worker in turn), after the caller has prepared the store once. This
- * process serves the workers' metrics, summed (see ClusterMetrics), on METRICS_PORT; starts a worker again when one dies
- * after it started serving, or fails to start once the service has served (its store unreachable,
- * say: the others answer 503 meanwhile), waiting longer each time it fails; when the first workers
- * fail to start (a port in use, say), which would fail again, all stop, with its exit code; and on SIGTERM or SIGINT has every worker finish its requests (a message
- * it sends each: the workers take no signal for it), then exits.
+ * process serves the workers' metrics, summed (see ClusterMetrics), on METRICS_PORT; starts a worker
+ * again when one dies after it started serving, or fails to start once the service has served (its
+ * store unreachable, say: the others answer 503 meanwhile), waiting longer each time it fails; when
+ * the first workers fail to start (a port in use, say), which would fail again, all stop, with its
+ * exit code; and on SIGTERM or SIGINT has every worker finish its requests (a message it sends each:
+ * the workers take no signal for it), then exits.
  */
 export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics }: WorkerSupervision): Promise<void> {
   const serving = new Set<Worker>()
@@ -42,7 +43,8 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     stopping = true
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined)
     const exited = Promise.all(workers.map(async (worker) => { if (worker.process.exitCode === null) await once(worker, 'exit') }))
-    for (const worker of workers) if (worker.isConnected()) worker.send(STOP_WORKER)
+    // A worker whose channel is gone is exiting anyway (node:cluster ends a worker that loses it).
+    for (const worker of workers) if (worker.isConnected()) worker.send(STOP_WORKER, () => {})
     const killer = setTimeout(() => { for (const worker of workers) worker.process.kill('SIGKILL') }, graceMs + 1000)
     await exited
     clearTimeout(killer)

@@ -56,8 +56,9 @@ export class ClusterMetrics {
         clearTimeout(timer)
         resolve(metrics)
       })
+      // With a callback, a channel closed meanwhile is an error given to it, not one thrown at the primary.
       if (!worker.isConnected()) resolve(undefined)
-      else worker.send({ type: REQUEST, requestId })
+      else worker.send({ type: REQUEST, requestId }, (error) => { if (error !== null) resolve(undefined) })
     })
     this.#waiting.delete(requestId)
     if (answer === undefined) return countsOf(this.#last.get(worker) ?? [])
