@@ -112,7 +112,7 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s defaul
     const closed = once(socket, 'close')
     return { socket, answer: async () => { await closed; return answer } }
   }))
-  await new Promise((resolve) => setTimeout(resolve, 200)) // the workers have the requests by now
+  await new Promise((resolve) => setTimeout(resolve, 500)) // the workers have the requests by now
 
   const workers = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
   assert.equal(workers.length, 2)
