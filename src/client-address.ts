@@ -33,8 +33,8 @@ export function isAddress (text: string): boolean {
 function networkOf (written: string): string | undefined {
   const match = WITH_PORT.exec(written)
   const address = match?.[1] ?? match?.[2] ?? written
-  if (!isAddress(address)) return undefined
   if (ipaddr.IPv4.isValidFourPartDecimal(address)) return address
+  if (!isAddress(address)) return undefined
   const ipv6 = ipaddr.IPv6.parse(address)
   if (ipv6.isIPv4MappedAddress()) return ipv6.toIPv4Address().toString()
   const network = ipaddr.IPv6.networkAddressFromCIDR(`${ipv6.toString()}/${IPV6_PREFIX_BITS}`)
