@@ -130,6 +130,41 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s defaul
   assert.equal(code, 0)
 })
 
+test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in one process: the workers are killed and it exits 1', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
+  await untilListening(server, 2)
+  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const { port } = new URL(server.url)
+  // A create whose body never comes holds its worker's shutdown for the grace period (10 s).
+  const socket = connect(Number(port), '127.0.0.1')
+  defer(t, () => socket.destroy())
+  await once(socket, 'connect')
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const workers = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+  assert.equal(workers.length, 2)
+
+  process.kill(server.child.pid!, 'SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  assert.equal(server.child.exitCode, null, 'the first signal waits for the request in flight')
+  const started = performance.now()
+  process.kill(server.child.pid!, 'SIGTERM')
+  const [code] = server.child.exitCode === null ? await once(server.child, 'exit') : [server.child.exitCode]
+  assert.equal(code, 1)
+  assert.ok(performance.now() - started < 2000, `exited ${Math.round(performance.now() - started)} ms after the second signal`)
+  assert.match(server.output(), /second SIGTERM: the workers are killed/)
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0)
+      return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    } catch {
+      return false
+    }
+  }
+  for (let tries = 0; workers.some(alive) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.deepEqual(workers.filter(alive), [], 'no worker outlives the primary')
+})
+
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
   test('WEB_CONCURRENCY=2 on PostgreSQL: a worker that dies while the database is unreachable is replaced once it is back; the service stays up meanwhile', async (t) => {
     const direct = new URL(await store.databaseUrl(t))

@@ -225,11 +225,13 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
         return client
       }))
       let writes = writers[0]!
+      const warnings: string[] = []
       const feed = new PostgresChangeFeed({
         connectionString: directUrlOf(first) ?? first,
         notify: async (payload) => { await writes.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) },
         connectMs: 1000,
-        log: { info: () => {}, warn: () => {}, error: () => {} }
+        probeMs: 300,
+        log: { info: () => {}, warn: ({ err }, message) => { warnings.push(`${message}: ${err.message}`) }, error: () => {} }
       })
       defer(t, () => feed.close())
       assert.notEqual(await timeUntil(async () => feed.version() !== undefined, 2000), undefined, 'the feed listens')
@@ -238,6 +240,9 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
       const offAfter = await timeUntil(async () => feed.version() === undefined, 1000)
       assert.notEqual(offAfter, undefined, 'the cache goes off')
       assert.ok(offAfter! <= STALENESS_BOUND_MS, `the cache stayed on ${offAfter!.toFixed(1)} ms`)
+      // The operator is told what to look at: the URL the listener took.
+      await timeUntil(async () => warnings.length > 0, 2000)
+      assert.match(warnings.join('\n'), /not heard[\s\S]*did not come back[\s\S]*DATABASE_DIRECT_URL, when set, must name the same database as DATABASE_URL/)
     })
 
     // CI runs the suites a second time through PgBouncer in transaction mode, with the server behind it as TEST_DATABASE_DIRECT_URL.
