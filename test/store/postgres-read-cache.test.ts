@@ -230,7 +230,7 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
         connectionString: directUrlOf(first) ?? first,
         notify: async (payload) => { await writes.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) },
         connectMs: 1000,
-        probeMs: 300,
+        probeMs: 500,
         log: { info: () => {}, warn: ({ err }, message) => { warnings.push(`${message}: ${err.message}`) }, error: () => {} }
       })
       defer(t, () => feed.close())
