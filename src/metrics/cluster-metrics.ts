@@ -24,6 +24,7 @@ export class ClusterMetrics {
   readonly #last = new Map<Worker, MetricsJson>()
   /** The counts of the workers that exited, summed. */
   #retired: MetricsJson = []
+  readonly #retiredWorkers = new WeakSet<Worker>()
   readonly #waiting = new Map<number, (metrics: MetricsJson | undefined) => void>()
   #nextRequestId = 0
 
@@ -35,12 +36,17 @@ export class ClusterMetrics {
 
   /** The sums over `workers` (those serving) and the workers that exited, in Prometheus's text format. */
   async metrics (workers: Iterable<Worker>): Promise<string> {
-    const answers = await Promise.all([...workers].map(async (worker) => await this.#ask(worker)))
-    return await AggregatorRegistry.aggregate([this.#retired, ...answers]).metrics()
+    const asked = [...workers]
+    const answers = await Promise.all(asked.map(async (worker) => await this.#ask(worker)))
+    // A worker that exited while the others answered is in the retired sums now, with what it answered:
+    // counted once, not twice (a scrape during a restart summed 67 of 40 creates).
+    const serving = answers.filter((_, i) => !this.#retiredWorkers.has(asked[i]!))
+    return await AggregatorRegistry.aggregate([this.#retired, ...serving]).metrics()
   }
 
   /** A worker that exited: its counts stay in the sums, as of its last answer. */
   retire (worker: Worker): void {
+    this.#retiredWorkers.add(worker)
     const last = this.#last.get(worker)
     this.#last.delete(worker)
     if (last === undefined) return
