@@ -36,10 +36,16 @@ function servingPids (server: ServerProcess): Set<number> {
   return new Set(server.output().split('\n').filter((line) => line.includes('"request completed"')).map((line) => (JSON.parse(line) as { pid: number }).pid))
 }
 
+/** The primary's worker processes, as the kernel lists its children. */
+function workerPids (server: ServerProcess): number[] {
+  return readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+}
+
+/** Whether a process runs: one that has exited but is not reaped yet (a zombie) does not. */
 function isAlive (pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
   } catch {
     return false
   }
@@ -114,7 +120,7 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s defaul
   }))
   await new Promise((resolve) => setTimeout(resolve, 500)) // the workers have the requests by now
 
-  const workers = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+  const workers = workerPids(server)
   assert.equal(workers.length, 2)
   // The group's processes get the signal in no set order: here the workers first, then the primary,
   // which passes on a stop of its own to each.
@@ -141,7 +147,7 @@ test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in on
   await once(socket, 'connect')
   socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
   await new Promise((resolve) => setTimeout(resolve, 300))
-  const workers = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+  const workers = workerPids(server)
   assert.equal(workers.length, 2)
 
   process.kill(server.child.pid!, 'SIGTERM')
@@ -153,16 +159,8 @@ test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in on
   assert.equal(code, 1)
   assert.ok(performance.now() - started < 2000, `exited ${Math.round(performance.now() - started)} ms after the second signal`)
   assert.match(server.output(), /second SIGTERM: the workers are killed/)
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0)
-      return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    } catch {
-      return false
-    }
-  }
-  for (let tries = 0; workers.some(alive) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 10))
-  assert.deepEqual(workers.filter(alive), [], 'no worker outlives the primary')
+  for (let tries = 0; workers.some(isAlive) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.deepEqual(workers.filter(isAlive), [], 'no worker outlives the primary')
 })
 
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
@@ -177,7 +175,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const headers = { authorization: `Bearer ${server.output().match(KEY_LINE)![0]}` }
 
     proxy.cut()
-    const [victim] = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+    const [victim] = workerPids(server)
     process.kill(victim!, 'SIGKILL')
     // Its replacement fails to start meanwhile (it reads settings from the store): the other worker answers.
     const deadline = Date.now() + 15_000
