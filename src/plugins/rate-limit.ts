@@ -7,8 +7,6 @@ import { ApiError } from '../errors.js'
 
 const WINDOW_MS = 60_000
 const REDIS_READY_TIMEOUT_MS = 2000
-/** How long a request waits for Redis to count it; past that it passes uncounted. */
-export const REDIS_COMMAND_TIMEOUT_MS = 100
 /** After Redis fails or is slow, requests pass uncounted for this long without asking it. */
 export const REDIS_COOL_DOWN_MS = 10_000
 
@@ -27,6 +25,8 @@ export interface RateLimiterOptions {
   /** Counters kept in memory without Redis, of each kind (keys, and client addresses, seen in the last minute). */
   maxCounters: number
   redisUrl: string | undefined
+  /** How long a request waits for Redis to count it; past that it passes uncounted. */
+  redisTimeoutMs: number
   /** Keeps the counters of different stores apart in a shared Redis. */
   namespace: string
   clock: Clock
@@ -59,9 +59,9 @@ interface Verdict {
  * draft-ietf-httpapi-ratelimit-headers-11 (the plugin's own draft headers are an older draft's).
  * Undefined when limiting is off (a limit of 0).
  */
-export async function createRateLimiter (app: FastifyInstance, { perMinute, maxCounters, redisUrl, namespace, clock }: RateLimiterOptions): Promise<RateLimiter | undefined> {
+export async function createRateLimiter (app: FastifyInstance, { perMinute, maxCounters, redisUrl, redisTimeoutMs, namespace, clock }: RateLimiterOptions): Promise<RateLimiter | undefined> {
   if (perMinute === 0) return undefined
-  const counter = redisUrl === undefined ? countInMemory(perMinute, maxCounters, clock) : await countInRedis(app, redisUrl, namespace, perMinute, clock)
+  const counter = redisUrl === undefined ? countInMemory(perMinute, maxCounters, clock) : await countInRedis(app, { redisUrl, redisTimeoutMs, namespace, perMinute, clock })
   const policy = `"default";q=${perMinute};w=${WINDOW_MS / 1000}`
   const answer = (verdict: Verdict | undefined, reply: FastifyReply) => {
     if (verdict === undefined) return // not counted: no state to tell
@@ -132,8 +132,8 @@ function forgetOldest (windows: Map<bigint | string, Window>, max: number, now: 
  * Redis, so that a frozen or lost Redis costs one short wait, not one per request. Logged once per
  * outage, and again when Redis answers.
  */
-async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: string, perMinute: number, clock: Clock): Promise<Counter> {
-  const redis = await connectRedis(redisUrl)
+async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, namespace, perMinute, clock }: Omit<RateLimiterOptions, 'maxCounters'> & { redisUrl: string }): Promise<Counter> {
+  const redis = await connectRedis(redisUrl, redisTimeoutMs)
   // A connection that fails (refused, wrong password, TLS to a plain server) is seen, and logged, through
   // the commands that fail then, whose own error says only that the stream is not writable: its cause is kept.
   let connectionError: Error | undefined
@@ -165,10 +165,10 @@ async function countInRedis (app: FastifyInstance, redisUrl: string, namespace: 
 }
 
 // ioredis is loaded only when REDIS_URL is set, to keep it out of every other start.
-async function connectRedis (url: string): Promise<Redis> {
+async function connectRedis (url: string, commandTimeout: number): Promise<Redis> {
   const { Redis } = await import('ioredis')
   // Without a queue, commands fail at once while Redis is disconnected.
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: REDIS_COMMAND_TIMEOUT_MS })
+  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout })
 }
 
 /** Resolves once Redis is connected, or after the timeout (requests then go unlimited until it is). */
