@@ -76,8 +76,6 @@ export const LIMITS = {
   maxConnections: 4096,
   /** Rate-limit counters kept in memory without Redis, of keys and, apart, of client addresses. */
   rateLimitCounters: 100_000,
-  /** With REDIS_URL: how long a request waits for Redis to count it; past that it passes uncounted. */
-  redisTimeoutMs: 100,
   /** Past this event-loop delay the instance answers 503 at once instead of queueing more work. */
   maxEventLoopDelayMs: 1000,
   /** Event streams: how often the log is read for new events (so they arrive within a second of the commit, from any instance). */
@@ -192,7 +190,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     perMinute: config.RATE_LIMIT_PER_MINUTE,
     maxCounters: limits.rateLimitCounters,
     redisUrl: config.REDIS_URL,
-    redisTimeoutMs: limits.redisTimeoutMs,
+    redisTimeoutMs: config.REDIS_TIMEOUT_MS,
     namespace: await findSetting(db, 'installation_id'),
     clock
   })

@@ -107,6 +107,12 @@ export const ConfigSchema = Type.Object({
     description: 'shares rate-limit counters between instances',
     examples: ['redis://HOST:PORT', 'rediss://HOST:PORT']
   })),
+  REDIS_TIMEOUT_MS: Type.Integer({
+    minimum: 1,
+    maximum: 10_000,
+    default: 100,
+    description: 'with REDIS_URL: the longest a request waits for Redis to count it; past that it passes uncounted, and so do all requests for 10 s'
+  }),
   PUBLIC_BASE_URL: Type.Optional(BaseUrl('the public root URL of the service, without /v1; the first server in the OpenAPI document')),
   STAGING_BASE_URL: Type.Optional(BaseUrl('the root URL of the staging deployment, without /v1; listed as the second server'))
 })

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { ConfigError, loadConfig } from '../../src/config.js'
 
 test('defaults need no configuration', () => {
-  assert.deepEqual({ ...loadConfig({}) }, { DATABASE_URL: 'sqlite:./data/petstore.db', DATABASE_POOL_SIZE: 10, DATABASE_CONNECT_TIMEOUT_MS: 2000, DATABASE_STATEMENT_TIMEOUT_MS: 5000, DURABILITY: 'default', PORT: 8080, WEB_CONCURRENCY: 1, HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'auto', LOG_REQUESTS: 'auto', METRICS_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: 600, CONNECTIONS_PER_ADDRESS: 256, MAX_STREAMS_PER_KEY: 5, EVENT_RETENTION_DAYS: 30, WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_RETRY_SCHEDULE: '5s,5m,30m,2h,5h,10h,14h,20h,20h' })
+  assert.deepEqual({ ...loadConfig({}) }, { DATABASE_URL: 'sqlite:./data/petstore.db', DATABASE_POOL_SIZE: 10, DATABASE_CONNECT_TIMEOUT_MS: 2000, DATABASE_STATEMENT_TIMEOUT_MS: 5000, DURABILITY: 'default', PORT: 8080, WEB_CONCURRENCY: 1, HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'auto', LOG_REQUESTS: 'auto', METRICS_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: 600, CONNECTIONS_PER_ADDRESS: 256, MAX_STREAMS_PER_KEY: 5, EVENT_RETENTION_DAYS: 30, WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_RETRY_SCHEDULE: '5s,5m,30m,2h,5h,10h,14h,20h,20h', REDIS_TIMEOUT_MS: 100 })
 })
 
 test('values are read and typed; empty means unset', () => {
@@ -76,7 +76,10 @@ test('an invalid value is a one-line error naming the variable', () => {
     // Integers in decimal digits, as the README says: not hexadecimal, an exponent or a fraction.
     [{ RATE_LIMIT_PER_MINUTE: '0x10' }, 'RATE_LIMIT_PER_MINUTE'],
     [{ DATABASE_CONNECT_TIMEOUT_MS: '1e3' }, 'DATABASE_CONNECT_TIMEOUT_MS'],
-    [{ PORT: ' 8080' }, 'PORT']
+    [{ PORT: ' 8080' }, 'PORT'],
+    // A wait of 0 ms would count no request; one of minutes would hold every request as long.
+    [{ REDIS_TIMEOUT_MS: '0' }, 'REDIS_TIMEOUT_MS'],
+    [{ REDIS_TIMEOUT_MS: '60000' }, 'REDIS_TIMEOUT_MS']
   ]
   for (const [env, name] of cases) {
     assert.throws(() => loadConfig(env), (error: Error) => {
