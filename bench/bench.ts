@@ -197,15 +197,15 @@ async function benchSize (count: number) {
       // New processes every round: a process keeps a speed of its own for its whole life (here one
       // instance ran 10% faster than its twin, run after run, and the next pair the other way round),
       // so the median is over as many processes as rounds, not over rounds of the same few.
-      // Side by side on one store, so that each ratio to the defaults compares adjacent runs; a new
-      // copy of the seeded one each round, so that every round measures the same store (see freshCopy).
+      // Side by side, so that each ratio to the defaults compares adjacent runs, each instance on a new
+      // copy of the seeded store (see freshCopy), so that every round measures the same store and no
+      // instance works for another's load.
       // In the fifth round the first row comes again: `lines` (compared on no goal) then starts first
       // a second time, and the defaults before the off instance a third time, against two.
-      const databaseUrl = await store.freshCopy()
       const targets = await startInBalancedOrder(round, {
-        lines: async () => await startService(databaseUrl, VARIANTS.lines.env),
-        on: async () => await startService(databaseUrl, DEFAULTS_ON),
-        off: async () => await startService(databaseUrl, VARIANTS.off.env),
+        lines: async () => await startService(await store.freshCopy('lines'), VARIANTS.lines.env),
+        on: async () => await startService(await store.freshCopy('on'), DEFAULTS_ON),
+        off: async () => await startService(await store.freshCopy('off'), VARIANTS.off.env),
         bare: startBare
       })
       const { on, off, lines, bare } = targets
@@ -235,9 +235,8 @@ async function benchSize (count: number) {
     const strictRow = rows.get(STRICT)!
     let strictRssMb = 0
     for (let round = 0; round < ROUNDS; round++) {
-      const databaseUrl = await store.freshCopy()
       const targets = await startInBalancedOrder(round, {
-        strict: async () => await startService(databaseUrl, { ...DEFAULTS_ON, DURABILITY: 'strict' }),
+        strict: async () => await startService(await store.freshCopy('strict'), { ...DEFAULTS_ON, DURABILITY: 'strict' }),
         bare: startBare
       })
       const { strict, bare } = targets
@@ -271,7 +270,7 @@ async function benchSize (count: number) {
 
 /**
  * The service with WEB_CONCURRENCY at each of `counts` (plain instances on PostgreSQL; processes sharing
- * the file on SQLite), all on one seeded store, taking turns under the same load.
+ * the file on SQLite), each on a copy of one seeded store, taking turns under the same load.
  */
 async function benchInstances (counts: number[]) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
@@ -284,9 +283,8 @@ async function benchInstances (counts: number[]) {
     for (let round = 0; round < ROUNDS; round++) {
       // New processes every round, as in the main benchmark: each keeps a speed of its own.
       const services = []
-      const databaseUrl = await store.freshCopy()
       try {
-        for (const count of counts) services.push(await startService(databaseUrl, { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
+        for (const count of counts) services.push(await startService(await store.freshCopy(`workers_${count}`), { ...DEFAULTS_ON, WEB_CONCURRENCY: String(count) }))
         for (const scenario of scenarios) for (const service of services) await load(service, scenario, authorization, 1)
         for (const scenario of scenarios) {
           const order = services.map((_, i) => i)

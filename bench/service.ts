@@ -22,12 +22,17 @@ export interface BenchStore {
   /** The store to seed. */
   databaseUrl: string
   /**
-   * A new copy of the store as it is now (seeded), replacing the copy made before: each round of the
-   * benchmark starts from the store as seeded. On the one store, a round's creates grew it for the
-   * next (by some 700,000 pets a round on a fast box), so the last round measured a store of millions
-   * and the first one of 10,000, and the rows run last, larger stores than those run first.
+   * A new copy of the store as it is now (seeded), replacing the copy of that name made before: each
+   * round of the benchmark starts from the store as seeded. On the one store, a round's creates grew it
+   * for the next (by some 700,000 pets a round on a fast box), so the last round measured a store of
+   * millions and the first one of 10,000, and the rows run last, larger stores than those run first.
+   * Each instance of a round has a copy of its own (`name`): on one PostgreSQL database, the idle
+   * instances heard every group of creates of the loaded one (a notification each, see
+   * PostgresChangeFeed), and two of them cost it a fifth of its creates a second, against a twentieth
+   * on a database of their own (docs/benchmarks.md, 2 December 12:20); on one SQLite file, their
+   * checkpoint threads worked on its writes.
    */
-  freshCopy: () => Promise<string>
+  freshCopy: (name: string) => Promise<string>
   drop: () => Promise<void>
 }
 
@@ -36,8 +41,8 @@ export async function createStore (dir: string): Promise<BenchStore> {
     const seeded = join(dir, 'bench.db')
     return {
       databaseUrl: `sqlite:${seeded}`,
-      freshCopy: async () => {
-        const copy = join(dir, 'round.db')
+      freshCopy: async (copyName) => {
+        const copy = join(dir, `${copyName}.db`)
         for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true })
         // No process has the seeded store open now: the file and its WAL, if one is left, are all of it.
         copyFileSync(seeded, copy)
@@ -50,7 +55,7 @@ export async function createStore (dir: string): Promise<BenchStore> {
   const adminUrl = process.env.TEST_DATABASE_URL
   if (!adminUrl) throw new Error('--postgres needs TEST_DATABASE_URL')
   const name = `petstore_bench_${randomBytes(4).toString('hex')}`
-  const copyName = `${name}_round`
+  const copies = new Set<string>()
   const admin = new pg.Pool({ connectionString: adminUrl, max: 1 })
   await admin.query(`create database ${name}`)
   const urlOf = (database: string) => {
@@ -60,13 +65,15 @@ export async function createStore (dir: string): Promise<BenchStore> {
   }
   return {
     databaseUrl: urlOf(name),
-    freshCopy: async () => {
-      await admin.query(`drop database if exists ${copyName} with (force)`)
-      await admin.query(`create database ${copyName} template ${name}`)
-      return urlOf(copyName)
+    freshCopy: async (copyName) => {
+      const copy = `${name}_${copyName}`
+      copies.add(copy)
+      await admin.query(`drop database if exists ${copy} with (force)`)
+      await admin.query(`create database ${copy} template ${name}`)
+      return urlOf(copy)
     },
     drop: async () => {
-      await admin.query(`drop database if exists ${copyName} with (force)`)
+      for (const copy of copies) await admin.query(`drop database if exists ${copy} with (force)`)
       await admin.query(`drop database if exists ${name} with (force)`)
       await admin.end()
     }
