@@ -60,8 +60,9 @@ if (process.env.TEST_REDIS_URL) {
   test('a frozen Redis costs one short wait, then requests pass uncounted until it answers again', { timeout: 30_000 }, async (t) => {
     const redis = await startRedis(t)
     const clock = manualClock()
-    const testApp = await build(t, { env: { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: '2' }, clock })
-    const timeoutMs = testApp.config.REDIS_TIMEOUT_MS
+    // Longer than the default 100 ms, so that the wait shows the setting is what bounds it.
+    const timeoutMs = 250
+    const testApp = await build(t, { env: { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: '2', REDIS_TIMEOUT_MS: String(timeoutMs) }, clock })
     const get = async () => {
       const started = performance.now()
       const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
