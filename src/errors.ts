@@ -32,6 +32,7 @@ export const ERROR_CATALOG = {
   rate_limited: { status: 429, meaning: 'Too many requests; retry after `Retry-After` seconds' },
   header_too_large: { status: 431, meaning: 'The request line and headers are over 16 KiB' },
   internal_error: { status: 500, meaning: 'A fault in the service; it is logged with the request id' },
+  not_implemented: { status: 501, meaning: 'The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`)' },
   service_unavailable: { status: 503, meaning: 'The store is unreachable or the service is overloaded; retry after `Retry-After` seconds' }
 } as const satisfies Record<string, { status: number, meaning: string }>
 

@@ -520,7 +520,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {unknown}
              */
-            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "expectation_failed" | "category_exists" | "idempotency_key_in_use" | "webhook_limit_reached" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "webhook_url_refused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "bad_request" | "validation_failed" | "invalid_json" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "events_expired" | "gone" | "request_timeout" | "expectation_failed" | "category_exists" | "idempotency_key_in_use" | "webhook_limit_reached" | "pet_not_available" | "invalid_transition" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_key_reused" | "webhook_url_refused" | "pet_not_found" | "rate_limited" | "header_too_large" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code of the response */

@@ -164,12 +164,39 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
       socket.end()
       return
     }
+    if (isUnknownMethod(error)) {
+      endWithError(socket, NOT_IMPLEMENTED)
+      return
+    }
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
     const { reason } = error as { reason?: unknown }
     const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
     endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status })
   })
+}
+
+const NOT_IMPLEMENTED: ErrorBody = {
+  code: 'not_implemented',
+  message: 'The method is not one this server implements (methods are case-sensitive: GET, not get)',
+  status: 501
+}
+// A request line (RFC 9112, section 3) whose method is a token, though not one Node's parser knows.
+const REQUEST_LINE = /^[-!#$%&'*+.^_`|~0-9A-Za-z]+ [^\s]+ HTTP\/\d\.\d\r?$/
+
+/**
+ * Whether Node's parser stopped at a method it does not know in an otherwise well-formed request
+ * line (`FOO /v1/pets HTTP/1.1`, or `get`: methods are case-sensitive), which RFC 9110 (section 9.1)
+ * answers 501; other bytes (a TLS handshake on this plain port, say) stay a 400. The line is read
+ * from the chunk the parser failed in, where it stopped inside the method.
+ */
+function isUnknownMethod (error: NodeJS.ErrnoException): boolean {
+  const { rawPacket, bytesParsed } = error as { rawPacket?: unknown, bytesParsed?: unknown }
+  if (error.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(rawPacket) || typeof bytesParsed !== 'number') return false
+  // (A negative offset would count from the end.)
+  const start = bytesParsed > 0 ? rawPacket.lastIndexOf('\n', bytesParsed - 1) + 1 : 0
+  const end = rawPacket.indexOf('\n', start)
+  return end !== -1 && REQUEST_LINE.test(rawPacket.toString('latin1', start, end))
 }
 
 // The connections whose fault waits for the answers of the requests read before it.

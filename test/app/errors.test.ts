@@ -237,6 +237,36 @@ test('CONNECT, which asks a proxy for a tunnel, is a 400 Error body, where Node 
   }
 })
 
+test('a method the server does not know is a 501 Error body (RFC 9110, section 9.1), after the answer of a request before it; bytes that are no request line stay a 400', async (t) => {
+  const testApp = await build(t)
+  const notImplemented = { code: 'not_implemented', message: 'The method is not one this server implements (methods are case-sensitive: GET, not get)', status: 501 }
+  const notHttp = { code: 'bad_request', message: 'The request is not valid HTTP: Invalid method encountered', status: 400 }
+  const cases = [
+    ['FOO /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', notImplemented],
+    // Methods are case-sensitive: `get` is no GET.
+    [`get /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`, notImplemented],
+    ['PROPFIX /healthz HTTP/1.0\r\n\r\n', notImplemented],
+    ['THIS IS NOT HTTP\r\n\r\n', notHttp],
+    // A TLS handshake sent to the plain HTTP port.
+    ['\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', notHttp]
+  ] as const
+  for (const [raw, expected] of cases) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(Buffer.from(raw, 'latin1'))
+    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${JSON.stringify(raw)}`)
+    const [head, body] = received().split('\r\n\r\n')
+    assert.match(head!, new RegExp(`^HTTP/1\\.1 ${expected.status} `), raw)
+    assert.deepEqual(JSON.parse(body!), expected)
+  }
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nFOO /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+  assert.ok(await closesWithin(socket, 5000), 'the connection stayed open')
+  const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+  assert.equal(answers.length, 2, received())
+  assert.match(answers[0]!, /^HTTP\/1\.1 200 /)
+  assert.ok(answers[1]!.startsWith('HTTP/1.1 501 ') && answers[1]!.endsWith(JSON.stringify(notImplemented)), answers[1])
+})
+
 test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node would send empty', async (t) => {
   const testApp = await build(t)
   for (const path of ['/v1/pets', '/healthz']) {
