@@ -1,5 +1,7 @@
-import swaggerUi from '@fastify/swagger-ui'
+import swaggerUi, { type FastifySwaggerUiOptions } from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
+import { sendError } from './error-handler.js'
 
 /**
  * The API reference page at /docs: Swagger UI rendering the served OpenAPI document. Every asset ships
@@ -34,20 +36,44 @@ window.SwaggerUIBundle = Object.assign(function (config) {
 }, render)
 `
 
+const DOCS_OPTIONS = {
+  routePrefix: '/docs',
+  staticCSP: DOCS_CONTENT_SECURITY_POLICY,
+  theme: { title: 'Pet Store API reference', js: [{ filename: 'served-document.js', content: READ_SERVED_DOCUMENT }] },
+  uiConfig: {
+    // No top bar: it would offer to explore other documents.
+    layout: 'BaseLayout',
+    deepLinking: true,
+    docExpansion: 'list',
+    defaultModelsExpandDepth: 1,
+    displayRequestDuration: true,
+    tryItOutEnabled: false,
+    persistAuthorization: false
+  }
+} satisfies FastifySwaggerUiOptions
+
+// What makes the file server answer 416 or 412, which have no Error code: its small files are sent
+// whole instead, as a server may ignore Range (RFC 9110, section 14.2).
+const PARTIAL_OR_CONDITIONAL = ['range', 'if-range', 'if-match', 'if-unmodified-since']
+
+const NO_FILE = new ApiError(404, 'not_found', 'No resource at this path')
+
+/**
+ * What the file server refuses as a path (one that leaves its folder, `//`, a NUL byte: a 403 or 400)
+ * names no file: a 404, as any other path that names nothing, rather than its bare "Forbidden".
+ */
+function fileServerError (error: Error): Error {
+  const { statusCode } = error as { statusCode?: number }
+  return !(error instanceof ApiError) && (statusCode === 400 || statusCode === 403) ? NO_FILE : error
+}
+
 export default fp(async (app) => {
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    staticCSP: DOCS_CONTENT_SECURITY_POLICY,
-    theme: { title: 'Pet Store API reference', js: [{ filename: 'served-document.js', content: READ_SERVED_DOCUMENT }] },
-    uiConfig: {
-      // No top bar: it would offer to explore other documents.
-      layout: 'BaseLayout',
-      deepLinking: true,
-      docExpansion: 'list',
-      defaultModelsExpandDepth: 1,
-      displayRequestDuration: true,
-      tryItOutEnabled: false,
-      persistAuthorization: false
-    }
+  // In a context of its own, so that its hook and error handler hold for the page's routes alone.
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', async (request) => {
+      for (const header of PARTIAL_OR_CONDITIONAL) delete request.raw.headers[header]
+    })
+    docs.setErrorHandler((error: Error, request, reply) => { sendError(fileServerError(error), request, reply) })
+    await docs.register(swaggerUi, DOCS_OPTIONS)
   })
 }, { name: 'api-docs', dependencies: ['openapi'] })

@@ -5,6 +5,8 @@ import { ApiError } from '../errors.js'
 import { announcesBody } from './request-head.js'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+// The methods whose requests Fastify serves without reading a body (it reads, and limits, the others').
+const BODILESS_METHODS = new Set(['GET', 'HEAD'])
 
 // Its answer never leaves: the connection closes after the answer before it.
 const CONNECTION_CLOSING = new ApiError(400, 'bad_request', 'The connection is closing: the request before this one was answered with Connection: close')
@@ -21,14 +23,20 @@ const lastBarrier = new WeakMap<Socket, ServerResponse>()
  * requests together only when all are safe. So does one after a request with a body, which may be
  * answered before its body is read, with its connection closed: a request after an answer that
  * closes the connection is not served (section 9.6), where what Node parsed as one may have been the
- * rest of that body. On the path of every request, so without a listener or a closure unless a
- * request has to wait: a lookup, and for an unsafe request or one with a body a write.
+ * rest of that body. A GET or HEAD request with a body (which has no meaning, RFC 9110) is answered
+ * without reading it, and its connection closes after the answer: read and dropped, a body of any
+ * size kept the connection (past the 16 KiB a body may have), and one that never ended drew a 408
+ * after the answer, a second answer to one request. On the path of every request, so without a
+ * listener or a closure unless a request has to wait: a lookup, and for an unsafe request or one with
+ * a body a write.
  */
 export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
     const socket = request.raw.socket
     const before = lastBarrier.get(socket)
-    if (!SAFE_METHODS.has(request.method) || announcesBody(request.raw)) lastBarrier.set(socket, reply.raw)
+    const withBody = announcesBody(request.raw)
+    if (withBody && BODILESS_METHODS.has(request.method)) reply.header('connection', 'close')
+    if (!SAFE_METHODS.has(request.method) || withBody) lastBarrier.set(socket, reply.raw)
     if (before === undefined) {
       done()
     } else if (before.writableFinished || before.destroyed) {

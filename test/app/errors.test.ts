@@ -67,14 +67,28 @@ forEachStore((store) => {
     }
   })
 
-  test('a file the docs page does not have is a 404, not a 405 for the method its route allows', async (t) => {
+  test('a file the docs page does not have is a 404, not a 405 for the method its route allows, nor a 403 or 400 of the file server', async (t) => {
     const testApp = await build(t, { store })
-    for (const url of ['/docs/static/nope.js', '/docs/static/..%2f..%2fpackage.json']) {
+    const urls = ['/docs/static/nope.js', '/docs/static/..%2f..%2fpackage.json', '/docs/static/../../package.json', '/docs/static/%2e%2e/%2e%2e/package.json',
+      '/docs/static//evil.example/index.html', '/docs/static/%00', '/docs/static/.hidden']
+    for (const url of urls) {
       for (const method of ['GET', 'HEAD'] as const) {
         const response = await testApp.app.inject({ method, url })
         assert.equal(response.statusCode, 404, `${method} ${url}`)
-        if (method === 'GET') assert.equal(errorOf(response).code, 'not_found')
+        if (method === 'GET') assert.deepEqual(errorOf(response), { code: 'not_found', message: 'No resource at this path', status: 404 }, url)
       }
+    }
+  })
+
+  test('the docs page\'s files are sent whole, whatever Range or precondition asks (a 416 or 412 of the file server has no Error code)', async (t) => {
+    const testApp = await build(t, { store })
+    const url = '/docs/static/swagger-ui.css'
+    const whole = await testApp.app.inject({ url })
+    assert.equal(whole.statusCode, 200)
+    for (const headers of [{ range: 'bytes=99999999-' }, { range: 'bytes=0-9' }, { 'if-match': '"nope"' }, { 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' }]) {
+      const response = await testApp.app.inject({ url, headers })
+      assert.equal(response.statusCode, 200, JSON.stringify(headers))
+      assert.equal(response.body, whole.body, JSON.stringify(headers))
     }
   })
 
@@ -413,6 +427,45 @@ test('a create pipelined before CONNECT keeps its answer: the CONNECT is refused
   assert.equal(answers.length, 2, received())
   assert.match(answers[0]!, /^HTTP\/1\.1 201 /)
   assert.ok(answers[1]!.endsWith('"message":"CONNECT is not served: this server is an API, not a proxy","status":400}'), answers[1])
+})
+
+test('a GET or HEAD request with a body is answered without reading it, and its connection closes: no body past the limit is read, nothing after it is served, and no 408 follows the answer', async (t) => {
+  const testApp = await build(t, { limits: { headersTimeoutMs: 200, requestTimeoutMs: 400 } })
+  const [pet] = await Promise.all([testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1 } })])
+  const petPath = new URL(pet!.headers.location as string, 'http://x').pathname
+  const auth = `Authorization: ${testApp.auth.authorization}\r\n`
+  const cases = [
+    // Over the 16 KiB a body may have, then a request pipelined behind it.
+    [`GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 20000\r\n\r\n${'x'.repeat(20000)}GET ${petPath} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, 200],
+    ['HEAD /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 200],
+    // Fastify reads the body of a DELETE: one of no type is refused (with a JSON one, the limits hold).
+    [`DELETE /v1/webhooks/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 3\r\n\r\nabc`, 415]
+  ] as const
+  for (const [raw, status] of cases) {
+    const { socket, received } = await openRawConnection(testApp)
+    socket.write(raw)
+    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${raw.split('\r\n')[0]}`)
+    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+    assert.equal(answers.length, 1, received())
+    assert.match(answers[0]!, new RegExp(`^HTTP/1\\.1 ${status} `), raw.split('\r\n')[0])
+    assert.match(answers[0]!, /\r\nconnection: close\r\n/i)
+  }
+  // A body that never ends: one answer, then the connection closes, where a 408 followed the 200 at the request timeout.
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write(`GET ${petPath} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 1000000000000\r\n\r\n`)
+  const trickle = setInterval(() => socket.write('x'.repeat(100)), 100)
+  try {
+    assert.ok(await closesWithin(socket, 3000), 'the connection stayed open')
+  } finally {
+    clearInterval(trickle)
+  }
+  assert.deepEqual(received().match(/HTTP\/1\.1 \d{3}/g), ['HTTP/1.1 200'], received())
+  // Without a body, or with an empty one, the connection stays.
+  const kept = await openRawConnection(testApp)
+  kept.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 0\r\n\r\nGET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}\r\n`)
+  await untilReceived(kept.received, (text) => (text.match(/HTTP\/1\.1 200 /g) ?? []).length === 2)
+  assert.doesNotMatch(kept.received(), /connection: close/i)
+  kept.socket.destroy()
 })
 
 test('a body whose chunks are malformed is a 400 at once, and one that trickles past the request timeout a 408: the answer of its own request is not waited for', async (t) => {
