@@ -4,7 +4,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { test } from 'node:test'
-import { build, closesWithin, errorOf, exchange, forEachStore, openRawConnection, untilReceived } from '../helper.js'
+import { build, closesWithin, errorOf, exchange, forEachStore, openRawConnection, untilReceived, type TestApp } from '../helper.js'
 
 forEachStore((store) => {
   test('an unknown path is a 404 Error body, with or without a key', async (t) => {
@@ -265,18 +265,13 @@ test('a method the server does not know is a 501 Error body (RFC 9110, section 9
     ['\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', notHttp]
   ] as const
   for (const [raw, expected] of cases) {
-    const { socket, received } = await openRawConnection(testApp)
-    socket.write(Buffer.from(raw, 'latin1'))
-    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${JSON.stringify(raw)}`)
-    const [head, body] = received().split('\r\n\r\n')
+    const [answer] = await answersUntilClosed(testApp, Buffer.from(raw, 'latin1'))
+    const [head, body] = answer!.split('\r\n\r\n')
     assert.match(head!, new RegExp(`^HTTP/1\\.1 ${expected.status} `), raw)
     assert.deepEqual(JSON.parse(body!), expected)
   }
-  const { socket, received } = await openRawConnection(testApp)
-  socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nFOO /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
-  assert.ok(await closesWithin(socket, 5000), 'the connection stayed open')
-  const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
-  assert.equal(answers.length, 2, received())
+  const answers = await answersUntilClosed(testApp, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nFOO /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+  assert.equal(answers.length, 2, answers.join(''))
   assert.match(answers[0]!, /^HTTP\/1\.1 200 /)
   assert.ok(answers[1]!.startsWith('HTTP/1.1 501 ') && answers[1]!.endsWith(JSON.stringify(notImplemented)), answers[1])
 })
@@ -320,11 +315,8 @@ test('a head that leaves the body\'s length unknown (Transfer-Encoding on HTTP/1
     [head('GET /v1/pets HTTP/1.1', 'Transfer-Encoding:\r\ntransfer-encoding:\t\r\n') + smuggled, empty]
   ] as const
   for (const [raw, message] of cases) {
-    const { socket, received } = await openRawConnection(testApp)
-    socket.write(raw)
-    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${raw.split('\r\n')[0]}`)
-    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
-    assert.equal(answers.length, 1, received())
+    const answers = await answersUntilClosed(testApp, raw)
+    assert.equal(answers.length, 1, answers.join(''))
     const [answerHead, answer] = answers[0]!.split('\r\n\r\n')
     assert.match(answerHead!, /^HTTP\/1\.1 400 /, answer)
     assert.deepEqual(JSON.parse(answer!), { code: 'bad_request', message, status: 400 })
@@ -442,11 +434,8 @@ test('a GET or HEAD request with a body is answered without reading it, and its 
     [`DELETE /v1/webhooks/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 3\r\n\r\nabc`, 415]
   ] as const
   for (const [raw, status] of cases) {
-    const { socket, received } = await openRawConnection(testApp)
-    socket.write(raw)
-    assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${raw.split('\r\n')[0]}`)
-    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
-    assert.equal(answers.length, 1, received())
+    const answers = await answersUntilClosed(testApp, raw)
+    assert.equal(answers.length, 1, answers.join(''))
     assert.match(answers[0]!, new RegExp(`^HTTP/1\\.1 ${status} `), raw.split('\r\n')[0])
     assert.match(answers[0]!, /\r\nconnection: close\r\n/i)
   }
@@ -543,3 +532,11 @@ test('a Host header that is no host name or address (with its port) is a 400 (RF
     assert.match(await answerTo(host), /^HTTP\/1\.1 200 /, host)
   }
 })
+
+/** Sends `raw` on a connection of its own and resolves with the answers received until the server closes it. */
+async function answersUntilClosed (testApp: TestApp, raw: string | Buffer): Promise<string[]> {
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write(raw)
+  assert.ok(await closesWithin(socket, 5000), `the connection stayed open after ${JSON.stringify(raw.toString('latin1').split('\r\n')[0])}`)
+  return received().split(/(?=HTTP\/1\.1 \d{3} )/)
+}
