@@ -12,14 +12,16 @@ const REQUEST_FIELDS = ['method', 'url', 'statusCode', 'ms']
 /**
  * The service's logger: JSON lines on stdout (or `stream`), or lines a person reads on a terminal.
  * Fastify logs no request headers, but should a serializer ever add them, credentials are censored
- * rather than written; and a key or webhook secret anywhere in a line (a URL's `?api_key=`, which the
- * classic Petstore took) is redacted as the line is written.
+ * rather than written, as are the arguments of a failed Redis command; and a key or webhook secret
+ * anywhere in a line (a URL's `?api_key=`, which the classic Petstore took) is redacted as the line
+ * is written.
  */
 export function createLogger (level: string, format: LogFormat = 'json', stream?: NodeJS.WritableStream): Logger {
   const options = {
     level,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization'],
+      // ioredis's errors hold the command that failed with its arguments: AUTH's are the password.
+      paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization', 'err.command.args'],
       censor: REDACTED
     },
     hooks: { streamWrite: withoutSecrets }

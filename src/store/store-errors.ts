@@ -10,8 +10,22 @@ const POSTGRES_CONNECTION_LOST = /^(Query read timeout|Connection terminated|Cli
 // The connection is gone too after these codes: 08 and 57P from the server, E... from the socket.
 const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z_]+$/
 
+// Errors of a connection the server refused to open (see markConnectionRefused).
+const refusedConnections = new WeakSet<object>()
+
+/**
+ * Marks an error as a failure to open a PostgreSQL connection: whatever its code (a wrong password
+ * 28P01, a database closed to connections 55000 or gone 3D000), the store cannot answer, and no
+ * request caused it.
+ */
+export function markConnectionRefused (error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) refusedConnections.add(error)
+  return error
+}
+
 /** True for an error that says the store cannot answer now (full, locked, down), not that the request is wrong. */
 export function isStoreUnavailable (error: unknown): boolean {
+  if (typeof error === 'object' && error !== null && refusedConnections.has(error)) return true
   const { code, message } = fieldsOf(error)
   if (code === undefined) return message !== undefined && (POSTGRES_NO_CONNECTION.test(message) || POSTGRES_CONNECTION_LOST.test(message))
   return SQLITE_UNAVAILABLE.test(code) || NETWORK_ERRORS.has(code) || POSTGRES_UNAVAILABLE.test(code)

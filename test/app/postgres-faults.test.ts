@@ -149,6 +149,42 @@ if (process.env.TEST_DATABASE_URL) {
     assert.equal((await app.inject(requests[2]!)).statusCode, 201)
   })
 
+  test('a server that refuses new connections (a wrong password, a database closed to connections) turns into 503s, not 500s, then into answers', { timeout: 30_000 }, async (t) => {
+    const postgres = await startPostgres(t)
+    const admin = new pg.Client(postgres.url)
+    await admin.connect()
+    defer(t, () => admin.end())
+    await admin.query("create role shop login password 'first-secret'")
+    await admin.query('create database shop owner shop')
+    // Passwords on TCP from now on; the admin's session, open already, stays.
+    await admin.query(`copy (select 'host all all 127.0.0.1/32 scram-sha-256') to '${(await admin.query('show hba_file')).rows[0].hba_file}'`)
+    await admin.query('select pg_reload_conf()')
+    const url = new URL(postgres.url)
+    Object.assign(url, { username: 'shop', password: 'first-secret', pathname: '/shop' })
+    const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => url.toString() }, env: DEADLINES })
+    const { app, auth } = testApp
+    const rex = await createPet(testApp, { name: 'Rex', categoryId: 1 })
+    const requests = [
+      { url: `/v1/pets/${rex.id}`, headers: auth },
+      { method: 'POST' as const, url: '/v1/pets', headers: auth, payload: { name: 'Lost', categoryId: 1 } },
+      { url: '/v1/events', headers: auth }
+    ]
+    const endSessions = "select pg_terminate_backend(pid) from pg_stat_activity where datname = 'shop'"
+    for (const refusal of ["alter role shop password 'second-secret'", 'alter database shop allow_connections false']) {
+      await admin.query(refusal)
+      await admin.query(endSessions)
+      for (const request of requests) {
+        const response = await app.inject(request)
+        assert.equal(response.statusCode, 503, `${refusal}: ${request.url}: ${response.body}`)
+        assert.equal(errorOf(response).code, 'service_unavailable')
+        assert.equal(response.headers['retry-after'], '1')
+      }
+      await admin.query("alter role shop password 'first-secret'; alter database shop allow_connections true")
+      const back = await app.inject({ method: 'POST', url: '/v1/pets', headers: auth, payload: { name: 'Tom', categoryId: 1 } })
+      assert.equal(back.statusCode, 201, `answers again after ${refusal}`)
+    }
+  })
+
   test('the server ends a transaction left idle (its instance frozen) and a wait for a lock, at the deadline', { timeout: 30_000 }, async (t) => {
     const postgres = await startPostgres(t)
     const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => postgres.url }, env: DEADLINES })

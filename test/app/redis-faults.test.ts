@@ -16,10 +16,10 @@ import { build, createKey, createTestStore, defer, manualClock, TEST_LIMITS } fr
  * port some server holds makes redis-server exit, and another is drawn (a few times at most). The
  * one that answers must be ours: its `process_id` is checked.
  */
-async function startRedis (t: TestContext): Promise<{ url: string, pid: number }> {
+async function startRedis (t: TestContext, settings: string[] = []): Promise<{ url: string, pid: number }> {
   for (let attempt = 1; ; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000)
-    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...settings], { stdio: 'ignore' })
     const exited = once(redis, 'exit')
     exited.catch(() => {}) // a spawn error also fails the wait below
     defer(t, async () => {
@@ -29,7 +29,7 @@ async function startRedis (t: TestContext): Promise<{ url: string, pid: number }
     })
     // On a loaded machine the start can take seconds; the timeout of the test bounds the wait.
     while (redis.exitCode === null && redis.pid !== undefined) {
-      if (await redisPid(port) === redis.pid) return { url: `redis://127.0.0.1:${port}`, pid: redis.pid }
+      if (await redisPid(port, settings) === redis.pid) return { url: `redis://127.0.0.1:${port}`, pid: redis.pid }
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     if (attempt === 5) throw new Error(`redis-server did not start (exit code ${redis.exitCode})`)
@@ -37,12 +37,13 @@ async function startRedis (t: TestContext): Promise<{ url: string, pid: number }
 }
 
 /** The process id of the Redis answering on `port`, if one answers within a second. */
-async function redisPid (port: number): Promise<number | undefined> {
+async function redisPid (port: number, settings: string[]): Promise<number | undefined> {
   const socket = connect(port, '127.0.0.1')
   socket.setTimeout(1000)
+  const password = settings[settings.indexOf('--requirepass') + 1]
   const pid = await new Promise<number | undefined>((resolve) => {
     let answer = ''
-    socket.once('connect', () => socket.write('INFO server\r\n'))
+    socket.once('connect', () => socket.write(`${settings.includes('--requirepass') ? `AUTH ${password}\r\n` : ''}INFO server\r\n`))
     socket.on('data', (data) => {
       answer += String(data)
       const match = /process_id:(\d+)/.exec(answer)
@@ -57,6 +58,22 @@ async function redisPid (port: number): Promise<number | undefined> {
 
 // CI sets TEST_REDIS_URL where redis-server is installed.
 if (process.env.TEST_REDIS_URL) {
+  test('a Redis that refuses the password is logged without it: ioredis\'s error holds the AUTH command\'s arguments', async (t) => {
+    const redis = await startRedis(t, ['--requirepass', 'right-secret'])
+    const { store, databaseUrl } = await createTestStore(t)
+    const lines: string[] = []
+    const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(String(line)); done() } }))
+    const url = new URL(redis.url)
+    url.password = 'wrong-secret'
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: url.toString() }), store, logger, limits: TEST_LIMITS })
+    defer(t, () => app.close())
+    const response = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${(await createKey(store.db)).key}` } })
+    assert.equal(response.statusCode, 200, 'Redis fails open')
+    const failed = lines.find((line) => line.includes('rate-limit store (Redis) failed'))
+    assert.match(failed ?? '', /WRONGPASS/, 'the refusal is logged')
+    assert.ok(!lines.join('').includes('wrong-secret'), `the password is in a log line: ${failed}`)
+  })
+
   test('a frozen Redis costs one short wait, then requests pass uncounted until it answers again', { timeout: 30_000 }, async (t) => {
     const redis = await startRedis(t)
     const clock = manualClock()

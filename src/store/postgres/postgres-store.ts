@@ -1,8 +1,10 @@
 import { Kysely, sql } from 'kysely'
+import type pg from 'pg'
 import type { Client, Pool } from 'pg'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
 import type { Store, StoreLog } from '../store.js'
+import { markConnectionRefused } from '../store-errors.js'
 import { NOTIFY_UNFLUSHED, PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
@@ -72,6 +74,7 @@ async function createPool (connectionString: string, poolSize: number, { connect
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
+    Client: refusalMarkingClient(pg.Client),
     // A database that is down or frozen turns into a 503 within these, instead of a request that hangs.
     connectionTimeoutMillis: connectMs,
     // The client waits a little longer than the server's statement_timeout, so that inside a
@@ -85,6 +88,24 @@ async function createPool (connectionString: string, poolSize: number, { connect
   pool.on('error', () => {})
   pool.on('connect', (client) => { client.on('error', () => {}) })
   return pool
+}
+
+/**
+ * pg's Client, whose failures to connect are marked as the store's (see markConnectionRefused): a
+ * server that refuses a session (a wrong password, a database closed to connections or gone, too
+ * many clients) does so with codes a statement may also fail with, so only where the error comes
+ * from tells it apart. The pool connects with a callback.
+ */
+function refusalMarkingClient (Client: typeof pg.Client): typeof pg.Client {
+  return class RefusalMarkingClient extends Client {
+    override connect (): Promise<pg.Client>
+    override connect (callback: (error: Error) => void): void
+    override connect (callback?: (error: Error) => void): Promise<pg.Client> | undefined {
+      if (callback === undefined) return super.connect().catch((error: unknown) => { throw markConnectionRefused(error) })
+      super.connect((error: Error) => { callback(error === null || error === undefined ? error : markConnectionRefused(error) as Error) })
+      return undefined
+    }
+  }
 }
 
 /** A connection of its own, outside the pool (see TransactionLockDialect). */
