@@ -1,5 +1,4 @@
 import { Kysely, sql } from 'kysely'
-import type pg from 'pg'
 import type { Client, Pool } from 'pg'
 import type { Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
@@ -96,11 +95,11 @@ async function createPool (connectionString: string, poolSize: number, { connect
  * many clients) does so with codes a statement may also fail with, so only where the error comes
  * from tells it apart. The pool connects with a callback.
  */
-function refusalMarkingClient (Client: typeof pg.Client): typeof pg.Client {
-  return class RefusalMarkingClient extends Client {
-    override connect (): Promise<pg.Client>
+function refusalMarkingClient (PgClient: typeof Client): typeof Client {
+  return class RefusalMarkingClient extends PgClient {
+    override connect (): Promise<Client>
     override connect (callback: (error: Error) => void): void
-    override connect (callback?: (error: Error) => void): Promise<pg.Client> | undefined {
+    override connect (callback?: (error: Error) => void): Promise<Client> | undefined {
       if (callback === undefined) return super.connect().catch((error: unknown) => { throw markConnectionRefused(error) })
       super.connect((error: Error) => { callback(error === null || error === undefined ? error : markConnectionRefused(error) as Error) })
       return undefined
