@@ -1,4 +1,5 @@
-import rateLimit from '@fastify/rate-limit'
+import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
+import RedisStore from '@fastify/rate-limit/store/RedisStore.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { clientNetwork } from '../client-address.js'
@@ -141,7 +142,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   redis.on('ready', () => { connectionError = undefined })
   app.addHook('onClose', async () => { redis.disconnect() })
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
-  await app.register(rateLimit, { global: false, redis, nameSpace: `petstore:${namespace}:`, skipOnError: false })
+  await app.register(rateLimit, { global: false, store: storeNamed(`petstore:${namespace}:`, redis), skipOnError: false })
   let coolingUntil = 0
   let failing = false
   return (kind, keyOf) => {
@@ -160,6 +161,23 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
         failing = true
         return undefined
       }
+    }
+  }
+}
+
+/**
+ * The plugin's Redis store, its counters named `prefix` and what is counted (`key:<id>`,
+ * `address:<address>`). The plugin's own store adds the route's method and path to the name for each
+ * limiter, which one made outside a route has not: `undefinedundefined-key:<id>`.
+ */
+function storeNamed (prefix: string, redis: Redis): FastifyRateLimitStoreCtor {
+  return class NamedRedisStore extends RedisStore {
+    constructor () {
+      super(false, false, redis, prefix)
+    }
+
+    override child (): this {
+      return this
     }
   }
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { findSetting } from '../../src/db/settings.repository.js'
 import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock, TEST_LIMITS } from '../helper.js'
 
 const RATE_LIMIT = /^"default";r=(\d+);t=(\d+)$/
@@ -104,5 +105,21 @@ if (redisUrl) {
     const statuses = []
     for (let i = 0; i < 6; i++) statuses.push((await instances[i % 2]!.inject({ url: '/v1/pets', headers })).statusCode)
     assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429])
+  })
+
+  test('with REDIS_URL, counters are named by the store and what is counted, as operations.md says', async (t) => {
+    const { store, db, databaseUrl } = await createTestStore(t)
+    const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl, REDIS_TIMEOUT_MS: '5000' })
+    const app = await buildApp({ config, store, limits: TEST_LIMITS })
+    defer(t, () => app.close())
+    checkAnswers(t, app)
+    const { id, key } = await createKey(db)
+    await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
+    await app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer ps_not-a-key' }, remoteAddress: '192.0.2.7' })
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(redisUrl)
+    defer(t, () => redis.quit())
+    const prefix = `petstore:${await findSetting(db, 'installation_id')}:`
+    assert.deepEqual((await redis.keys(`${prefix}*`)).sort(), [`${prefix}address:192.0.2.7`, `${prefix}key:${id}`])
   })
 }
