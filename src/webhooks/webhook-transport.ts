@@ -85,6 +85,8 @@ export interface WebhookTransportOptions {
 // fail the next delivery with ECONNRESET.
 const IDLE_SOCKET_MS = 4000
 const MAX_ERROR_LENGTH = 300
+// A receiver's body longer than this is not read to its end: its connection is closed instead.
+const MAX_DRAINED_BYTES = 65_536
 // How long past the timeout an attempt is given up whatever its request does.
 const GUARD_MS = 1000
 
@@ -124,21 +126,26 @@ export class WebhookTransport {
     if (!secure && !this.options.allowPrivate) return { error: 'http is refused: webhooks use https (WEBHOOK_ALLOW_PRIVATE is off)', durationMs: 0 }
     const send = secure ? httpsRequest : httpRequest
     return await new Promise<DeliveryAnswer>((resolve) => {
-      const settle = (answer: Omit<DeliveryAnswer, 'durationMs'>) => {
-        clearTimeout(guard)
-        resolve({ ...answer, durationMs: durationMs() })
-      }
+      // Settling twice does nothing.
+      const settle = (answer: Omit<DeliveryAnswer, 'durationMs'>) => { resolve({ ...answer, durationMs: durationMs() }) }
       const request = send(url, {
         method: 'POST',
         agent: secure ? this.#httpsAgent : this.#httpAgent,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'petstore-webhooks' },
         signal: AbortSignal.any([timeout, signal])
       }, (response) => {
+        // The status decides, as it comes: a receiver's body is not needed, and one that never ends is
+        // no reason to send the event again.
         const status = response.statusCode ?? 0
-        // The body is not needed; it is read to its end so the connection can serve the next delivery.
-        response.resume()
-        response.on('end', () => { settle(status >= 200 && status < 300 ? { status } : { status, error: `HTTP ${status}` }) })
-        response.on('error', (error) => { settle({ status, error: failureOf(error, timeout) }) })
+        settle(status >= 200 && status < 300 ? { status } : { status, error: `HTTP ${status}` })
+        // Read to its end so that the connection can serve the next delivery, unless it is long (the
+        // timeout's abort ends one that never ends).
+        let drained = 0
+        response.on('data', (chunk: Buffer) => {
+          drained += chunk.length
+          if (drained > MAX_DRAINED_BYTES) request.destroy()
+        })
+        response.on('error', () => {}) // the answer is settled; a body cut short changes nothing
       })
       request.on('error', (error) => { settle({ error: failureOf(error, timeout) }) })
       // Node answers a 101 with this event, else with nothing at all but the socket's end.
@@ -146,9 +153,12 @@ export class WebhookTransport {
         socket.destroy()
         settle({ status: 101, error: 'HTTP 101: a switch of protocols is no answer' })
       })
-      // Settling twice does nothing: this covers a connection that ended without an answer or an error.
-      request.on('close', () => { settle({ error: 'the connection closed without an answer' }) })
-      // The last bound, should an event above never come: a slot of the dispatcher is never held for longer.
+      // The request is over, its answer read or its connection gone: this covers one that ended without an answer or an error.
+      request.on('close', () => {
+        clearTimeout(guard)
+        settle({ error: 'the connection closed without an answer' })
+      })
+      // The last bound, should an event above never come: neither a slot of the dispatcher nor a connection is held for longer.
       const guard = setTimeout(() => {
         request.destroy()
         settle({ error: 'no answer within the timeout' })

@@ -228,6 +228,35 @@ forEachStore((store) => {
     assert.match((await deliveries(testApp, closed))[0]!.error!, /hang up|closed without an answer/)
   })
 
+  test('a 2xx is a delivery when its status line comes, whether or not its body ever ends', async (t) => {
+    const testApp = await build(t, { store, env: { ...LOCAL, WEBHOOK_RETRY_SCHEDULE: '50ms,1d' }, limits: { webhookPollMs: 20, webhookTimeoutMs: 300 } })
+    const { createServer } = await import('node:http')
+    const servers = [
+      // A body trickled, never ended; and one sent as fast as the socket takes it, never ended.
+      createServer((_request, response) => { response.writeHead(200).write('a') }),
+      createServer((_request, response) => {
+        const flood = () => { while (response.write(Buffer.alloc(65_536))); }
+        response.writeHead(202).on('drain', flood)
+        flood()
+      })
+    ]
+    const ids: number[] = []
+    for (const server of servers) {
+      server.listen(0, '127.0.0.1')
+      t.after(() => { server.closeAllConnections(); server.close() })
+      await new Promise((resolve) => server.once('listening', resolve))
+      ids.push((await subscribe(testApp, { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, events: ['pet.created'] })).json().id)
+    }
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await until('both attempts are logged', async () => (await deliveries(testApp, ids[0]!)).length === 1 && (await deliveries(testApp, ids[1]!)).length === 1, 5000)
+    await sleep(400) // past the timeout and the first retry's wait: nothing more is tried
+    for (const [id, status] of [[ids[0]!, 200], [ids[1]!, 202]] as const) {
+      assert.deepEqual((await deliveries(testApp, id)).map(({ attempt, responseStatus, error }) => ({ attempt, responseStatus, error })), [
+        { attempt: 1, responseStatus: status, error: null }
+      ])
+    }
+  })
+
   test('enabling an enabled subscription changes nothing; a new URL is tried at once with a fresh count', async (t) => {
     const testApp = await buildWithWebhooks(t, store, '50ms,1d')
     const failing = await startReceiver(t)
