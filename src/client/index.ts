@@ -42,7 +42,8 @@ export type PetStoreClient = Client<paths>
 type BigIntNumbers<T> = T extends number ? bigint : T extends object ? { [K in keyof T]: BigIntNumbers<T[K]> } : T
 /** `T` with its numbers as number or bigint, for what the client sends. */
 type BigIntOrNumbers<T> = T extends number ? number | bigint : T extends object ? { [K in keyof T]: BigIntOrNumbers<T[K]> } : T
-type ExactResponses<R> = { [Status in keyof R]: Status extends 200 | 201 ? BigIntNumbers<R[Status]> : R[Status] }
+/** Every success's body is read losslessly (see readingExactly); error bodies hold no int64. */
+type ExactResponses<R> = { [Status in keyof R]: `${Status & number}` extends `2${string}` ? BigIntNumbers<R[Status]> : R[Status] }
 type ExactOperation<O> = { [K in keyof O]: K extends 'responses' ? ExactResponses<O[K]> : K extends 'requestBody' | 'parameters' ? BigIntOrNumbers<O[K]> : O[K] }
 /** The API's paths with the resources' int64 fields as bigint (responses) or number | bigint (parameters and request bodies). */
 export type ExactPaths = { [P in keyof paths]: { [M in keyof paths[P]]: ExactOperation<paths[P][M]> } }
@@ -107,10 +108,17 @@ function readingExactly (client: PetStoreClient): ExactPetStoreClient {
   return exact as unknown as ExactPetStoreClient
 }
 
-/** The cursor of the next page from a list response's `Link: rel="next"` header, or undefined on the last page. */
+/**
+ * The cursor of the next page from a list response's `Link: rel="next"` header, or undefined on the
+ * last page. listEvents pages by `after`, not a cursor: its consumers read after the last event's id.
+ */
 export function nextCursor (response: Response): string | undefined {
   const link = response.headers.get('link')
   const next = link?.match(/<([^>]*)>\s*;\s*rel="next"/)?.[1]
   if (next === undefined) return undefined
-  return new URL(next, 'http://relative.invalid').searchParams.get('cursor') ?? undefined
+  const query = new URL(next, 'http://relative.invalid').searchParams
+  const cursor = query.get('cursor')
+  if (cursor !== null) return cursor
+  // Undefined would end the caller's paging with more to read.
+  throw new Error(query.has('after') ? `nextCursor: ${next} pages by \`after\`: read after the last event's id` : `nextCursor: ${next} names no cursor`)
 }

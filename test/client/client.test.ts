@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { CLIENT_TYPES_FILE, renderClientTypes } from '../../scripts/generate-client-types.js'
-import { createClient, nextCursor } from '../../src/client/index.js'
+import { createClient, nextCursor, type ExactPaths } from '../../src/client/index.js'
 import { build, clientFor, forEachStore } from '../helper.js'
 
 test('the client types match the served OpenAPI document (run `npm run client:generate` when this fails)', async () => {
@@ -16,6 +16,20 @@ test('`petstore/client` resolves to the built client', async () => {
   assert.ok(existsSync(resolved), 'the build (npm run build, or npm ci) wrote it')
   const module = await import(resolved)
   assert.equal(typeof module.createClient, 'function')
+})
+
+test('with int64: bigint, every 2xx answer\'s int64 fields are typed bigint, as they are read', () => {
+  // Checked by the compiler (npm test runs tsc): a 202's were typed number, and read as bigint.
+  type RetryAnswer = ExactPaths['/webhooks/{webhookId}/deliveries/{deliveryId}/retry']['post']['responses'][202]['content']['application/json']
+  const exact: RetryAnswer extends { webhookId: bigint, eventId: bigint } ? true : false = true
+  assert.equal(exact, true)
+})
+
+test('nextCursor refuses a page paged by `after` (listEvents) rather than end the paging there', () => {
+  const eventsPage = new Response('[]', { headers: { link: '</v1/events?after=2&limit=2>; rel="next"' } })
+  assert.throws(() => nextCursor(eventsPage), /pages by `after`: read after the last event's id/)
+  assert.equal(nextCursor(new Response('[]', { headers: { link: '</v1/pets?limit=2&cursor=AQEA>; rel="next"' } })), 'AQEA')
+  assert.equal(nextCursor(new Response('[]')), undefined)
 })
 
 forEachStore((store) => {
