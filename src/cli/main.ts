@@ -192,17 +192,21 @@ are fixed, imports as it is (its line and error columns are ignored); from a JSO
 jq -s 'map(.row)' rejected.jsonl > retry.json gives a file to import.
 Each batch is one transaction: after a store failure nothing of that batch is stored, and later
 batches are not tried. SIGTERM or Ctrl-C stops the import after the batch under way, saying which
-rows were not stored (a second one stops it at once).
+rows were not stored; a second one stops it at once, the batch under way not stored, saying how many
+pets were.
 Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected, the store failed or
 the import was stopped, 2 the file cannot be read, is not UTF-8, or is not a JSON array or CSV with
 a name,categoryId[,status] header.`)
     .action(async (file: string, options: PetsImportOptions) => {
-      // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second one, at once.
+      // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second
+      // one, at once, saying what was stored: the batch under way is rolled back as the process ends.
       const stop = new AbortController()
-      const stopImport = () => { stop.abort() }
-      for (const signal of STOP_SIGNALS) process.once(signal, stopImport)
+      const stopNow = new AbortController()
+      const stopImport = () => { (stop.signal.aborted ? stopNow : stop).abort() }
+      for (const signal of STOP_SIGNALS) process.on(signal, stopImport)
       try {
-        if (!await runPetsImport(withStore, file, options, stop.signal)) process.exitCode = EXIT_FAILURE
+        if (!await runPetsImport(withStore, file, options, stop.signal, stopNow.signal)) process.exitCode = EXIT_FAILURE
+        if (stopNow.signal.aborted) process.exit(EXIT_FAILURE)
       } finally {
         for (const signal of STOP_SIGNALS) process.removeListener(signal, stopImport)
       }

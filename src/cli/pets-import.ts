@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { open, readFile, stat, type FileHandle } from 'node:fs/promises'
 import type { Store } from '../store/store.js'
 import { ImportFileError, describePosition, formatOfFile, inFileOrder, readImportFile, type ImportFormat } from '../pets/pet-import-file.js'
@@ -23,9 +24,11 @@ const SHOWN_REJECTIONS = 20
 
 /**
  * `petstore pets import FILE`: prints the first rejected rows with their position and reason, then a
- * summary in counts. Resolves true when every row was stored (or, with --dry-run, is valid).
+ * summary in counts. Resolves true when every row was stored (or, with --dry-run, is valid). `signal`
+ * stops it after the batch under way; `stopNow`, at once, with a line saying what was stored (the batch
+ * under way, not waited for, is then the caller's to end with the process).
  */
-export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions, signal?: AbortSignal): Promise<boolean> {
+export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
   const format = options.format ?? formatOfFile(file)
   if (format === undefined) throw new ImportUsageError(`cannot tell the format of ${file}: name it .json or .csv, or pass --format`)
   let bytes: Buffer
@@ -50,8 +53,25 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
     // Rows are counted as they are gone through, rejected ones too (those unreadable first): the lines after say how many were stored.
     const progress = createProgress(total, options.dryRun ? 'Checked' : 'Processed')
     progress.update(read.rejected.length)
-    const report = await withStore((store) => importPets(store.pets, read.rows, { ...options, signal, onProgress: (done) => progress.update(read.rejected.length + done) }))
+    let rowsDone = 0
+    let stored = 0
+    const importing = withStore((store) => importPets(store.pets, read.rows, {
+      ...options,
+      signal,
+      onProgress: (done, storedSoFar) => {
+        rowsDone = done
+        stored = storedSoFar
+        progress.update(read.rejected.length + done)
+      }
+    }))
+    const report = stopNow === undefined ? await importing : await Promise.race([importing, once(stopNow, 'abort').then(() => undefined)])
     progress.stop()
+    if (report === undefined) {
+      const from = read.rows[rowsDone]?.position
+      const what = options.dryRun ? 'nothing stored (dry run)' : `${count(stored, 'pet')} stored${from === undefined ? '' : `; nothing from ${describePosition(from)} on`}`
+      console.log(`Stopped at once (a second SIGTERM or Ctrl-C): ${what}.`)
+      return false
+    }
 
     const rejected = [...read.rejected, ...report.rejected].sort(inFileOrder)
     for (const { position, reason } of rejected.slice(0, SHOWN_REJECTIONS)) console.log(`${describePosition(position)}: ${reason}`)

@@ -10,8 +10,8 @@ export interface ImportOptions {
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
-  /** Called after each batch with the number of rows handled so far. */
-  onProgress?: (rowsDone: number) => void
+  /** Called after each batch with the number of rows handled so far, and of pets stored (or, in a dry run, valid). */
+  onProgress?: (rowsDone: number, stored: number) => void
   /** Once aborted, no batch after the one under way is stored. */
   signal?: AbortSignal
 }
@@ -57,7 +57,7 @@ export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize
       const last = rows[Math.min(start + batchSize, rows.length) - 1]!
       report.failedBatch = { first: rows[start]!.position, last: last.position, reason: error instanceof Error ? error.message : String(error) }
     }
-    onProgress?.(Math.min(start + batchSize, rows.length))
+    onProgress?.(Math.min(start + batchSize, rows.length), report.stored)
     // A batch stored on this thread (SQLite) leaves the event loop no turn to hear a signal by.
     if (signal !== undefined) await nextTurn()
   }

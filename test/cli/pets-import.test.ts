@@ -146,6 +146,30 @@ test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and sa
   assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c', 'd', 'e', 'f'])
 })
 
+test('a second SIGTERM or Ctrl-C stops an import at once, without waiting for the batch under way, and says what was stored', async (t) => {
+  const { store } = await createTestStore(t)
+  const dir = tempDir(t)
+  const file = join(dir, 'pets.csv')
+  writeFileSync(file, ['name,categoryId', ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => `${name},1`)].join('\n'))
+  const stop = new AbortController()
+  const stopNow = new AbortController()
+  // The second batch never ends (a frozen store): both signals come while it is under way.
+  let batches = 0
+  const pets = Object.create(store.pets) as typeof store.pets
+  pets.insertMany = async (batch) => {
+    if (++batches < 2) return await store.pets.insertMany(batch)
+    stop.abort()
+    stopNow.abort()
+    return await new Promise(() => {})
+  }
+  const printed: string[] = []
+  t.mock.method(console, 'log', (line: string) => { printed.push(line) })
+  const done = await runPetsImport(async (work) => await work({ ...store, pets }), file, { batchSize: 3, dryRun: false }, stop.signal, stopNow.signal)
+  assert.equal(done, false)
+  assert.equal(printed.at(-1), 'Stopped at once (a second SIGTERM or Ctrl-C): 3 pets stored; nothing from line 5 on.', printed.join('\n'))
+  assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c'])
+})
+
 test('an unusable file is one clear line and exit 2', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
