@@ -1495,11 +1495,8 @@ export interface components {
         UriTooLong: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                Deprecation: components["headers"]["Deprecation"];
-                Link: components["headers"]["Link"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                Sunset: components["headers"]["Sunset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2419,6 +2416,7 @@ export interface operations {
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2786,11 +2784,8 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2963,11 +2958,8 @@ export interface operations {
                 headers: {
                     Allow: components["headers"]["Allow"];
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2989,11 +2981,8 @@ export interface operations {
             414: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Sunset: components["headers"]["Sunset"];
                     [name: string]: unknown;
                 };
                 content?: never;

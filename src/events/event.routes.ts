@@ -3,7 +3,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import type { preValidationHookHandler } from 'fastify'
 import { Type } from 'typebox'
 import type { Db } from '../db/database.js'
-import { ApiError, errorExample, errorResponses } from '../errors.js'
+import { ApiError, errorExample, errorResponses, type ErrorResponse } from '../errors.js'
 import { responseHeaders } from '../openapi/response-headers.js'
 import { bearerToken } from '../plugins/auth.js'
 import { sendJson } from '../send-json.js'
@@ -22,19 +22,21 @@ export interface EventRoutesOptions {
 const STREAM_EXAMPLE = 'id: 1042\nevent: pet.created\ndata: {"id":1042,"type":"pet.created","occurredAt":"2026-11-24T10:15:30.000Z",' +
   '"data":{"id":42,"name":"Rex","categoryId":3,"status":"available"}}\n\n: heartbeat\n\n'
 
-const TOO_MANY_STREAMS = {
+const TOO_MANY_STREAMS: ErrorResponse = {
   status: 429,
   description: 'Too many requests, or the key holds as many open streams as it may (`MAX_STREAMS_PER_KEY`)',
   code: 'rate_limited',
-  example: 'This API key holds 5 open event streams, the most it may; close one first'
-} as const
+  example: 'This API key holds 5 open event streams, the most it may; close one first',
+  // Sent when the rate limit refuses it, not for the streams a key holds (which end when closed).
+  headers: ['Retry-After']
+}
 
-const EVENTS_EXPIRED = {
+const EVENTS_EXPIRED: ErrorResponse = {
   status: 410,
   description: 'Events after `after` are no longer kept: read the current state, then continue from the oldest event kept',
   code: 'events_expired',
   example: 'Events after 41 are no longer kept (events are kept 30 days); the oldest kept is 1042: read the current state, then continue with after=1041'
-} as const
+}
 
 const TYPE_INVALID = errorExample(400, 'Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled')
 

@@ -64,7 +64,8 @@ interface Operation { deprecated?: boolean, 'x-stability'?: string, responses?: 
 /**
  * Every response of every operation (all under /v1, so all behind a key and counted by the rate
  * limit) gets the headers it carries, each as a `$ref` to its component: its own, the rate limit's
- * and the key's expiry, on a deprecated operation the deprecation's, and on a marked one `API-Stability`.
+ * and the key's expiry, on a deprecated operation the deprecation's, and on a marked one `API-Stability`
+ * (those two but on the router's answers).
  */
 export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
   for (const item of Object.values(paths)) {
@@ -73,8 +74,8 @@ export function declareHeaders (paths: Record<string, Record<string, Operation>>
         const names = new Set([
           ...Object.keys(response.headers ?? {}) as HeaderName[],
           ...KEYED,
-          ...operation.deprecated === true ? DEPRECATED : [],
-          // Not on the answers the router gives before any route's hooks run (no such method, an id too long).
+          // Neither is on the answers the router gives before any route's hooks run (no such method, an id too long).
+          ...operation.deprecated !== true || ROUTER_STATUSES.has(status) ? [] : DEPRECATED,
           ...operation['x-stability'] === undefined || ROUTER_STATUSES.has(status) ? [] : ['API-Stability' as const]
         ])
         response.headers = Object.fromEntries([...names].map((name) => {

@@ -106,7 +106,7 @@ test('GET /docs serves the API reference page, with its own content security pol
 })
 
 test('the headers an answer carries are declared on its response in the document, as components', async (t) => {
-  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
+  const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '4' } })
   const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
   assert.deepEqual(Object.keys(doc.components.headers).sort(), Object.keys(HEADER_COMPONENTS).sort())
   const known = new Map(Object.keys(HEADER_COMPONENTS).map((name) => [name.toLowerCase(), name]))
@@ -123,6 +123,7 @@ test('the headers an answer carries are declared on its response in the document
   assert.equal(await check('/pets', 'post', { method: 'POST', url: '/v1/pets', headers: { ...auth, 'idempotency-key': 'k' }, payload: { name: 'Rex', categoryId: 1 } }), 201)
   assert.equal(await check('/pets', 'get', { url: '/v1/pets?limit=1', headers: auth }), 200)
   assert.equal(await check('/pets/{petId}', 'get', { url: '/v1/pets/1', headers: { authorization: 'Bearer wrong' } }), 401)
+  assert.equal(await check('/pets/{petId}', 'get', { method: 'DELETE', url: '/v1/pets/1', headers: auth }), 405)
   assert.equal(await check('/pets', 'get', { url: '/v1/pets', headers: auth }), 429)
   // A beta and an experimental operation's answers carry API-Stability.
   assert.equal(await check('/categories', 'get', { url: '/v1/categories', headers: { authorization: 'Bearer wrong' } }), 401)
@@ -131,7 +132,11 @@ test('the headers an answer carries are declared on its response in the document
   for (const status of [405, 414]) {
     const routerAnswer = resolve(doc, doc.paths['/categories/{categoryId}'].get.responses[status])
     assert.equal(routerAnswer.headers?.['API-Stability'], undefined, `not on a ${status}, which no route's hook answers`)
+    const deprecatedRouterAnswer = resolve(doc, doc.paths['/pets/{petId}'].get.responses[status])
+    assert.equal(deprecatedRouterAnswer.headers?.Deprecation, undefined, `nor the deprecation's on getPet's ${status}`)
   }
+  // A stream refused by the rate limit says when to retry, as any 429 of it does.
+  assert.deepEqual(resolve(doc, doc.paths['/events/stream'].get.responses[429]).headers['Retry-After'], { $ref: '#/components/headers/Retry-After' })
 })
 
 test('the documented 400, 404, 405 and 414 examples are the answers the server gives', async (t) => {
