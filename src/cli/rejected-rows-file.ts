@@ -27,10 +27,15 @@ function csvReport (header: string[], rejected: RejectedRow[]): string {
   return stringify([[...REPORT_COLUMNS, ...kept.map((i) => header[i])], ...records])
 }
 
-/** A record's fields, or its whole text as one field when CSV cannot read it (an unclosed quote). */
+/**
+ * A record's fields, or its whole text as one field when CSV cannot read it as one record: an unclosed
+ * quote, or a bare CR that the import took as text (its file's lines end in CRLF) and that would be
+ * read here as the end of the record, cutting off what follows it.
+ */
 function fieldsOf (source: string): string[] {
   try {
-    return (parse(source, { relax_column_count: true, relax_quotes: true }) as string[][])[0] ?? [source]
+    const records = parse(source, { relax_column_count: true, relax_quotes: true }) as string[][]
+    return records.length === 1 ? records[0]! : [source]
   } catch {
     return [source]
   }

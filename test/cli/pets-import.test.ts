@@ -312,6 +312,18 @@ test('--errors writes every rejected CSV row with its line and reason; once fixe
   assert.match(retry.stdout, /^Stored: 26 pets\.$/m)
 })
 
+test('a CSV row holding a bare CR (a file of mixed line ends) is written to --errors whole, not cut at the CR', async (t) => {
+  const { store } = await createTestStore(t)
+  const dir = tempDir(t)
+  const file = join(dir, 'pets.csv')
+  writeFileSync(file, 'name,categoryId\r\nA,1\rB,2\r\n')
+  const errors = join(dir, 'rejected.csv')
+  t.mock.method(console, 'log', () => {})
+  assert.equal(await runPetsImport(async (work) => await work(store), file, { batchSize: 500, dryRun: false, errors }), false)
+  const [, record] = parseCsv(readFileSync(errors), { relax_column_count: true }) as string[][]
+  assert.deepEqual(record!.slice(2), ['A,1\rB,2', ''], 'the row whole, B,2 with it, in its first column')
+})
+
 test('progress: plain lines when not on a terminal, a bar on one', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
