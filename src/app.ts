@@ -125,6 +125,7 @@ export interface AppOptions {
 export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics = createMetrics(), outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
   const limits = { ...LIMITS, ...shortened }
   const trustedProxies = config.TRUST_PROXY === undefined ? undefined : parseTrustedProxies(config.TRUST_PROXY)
+  const countUnread = (status: number) => { metrics.unread.inc({ status: String(status) }) }
   const app = Fastify({
     // From a trusted proxy, request.ip is the client's address from X-Forwarded-For; from anyone else, the socket's.
     trustProxy: trustedProxies ?? false,
@@ -142,7 +143,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: sendError,
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: (error, socket) => { answerClientError(error, socket, countUnread) },
     // The shutdown plugin answers in the Error shape instead.
     return503OnClosing: false
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -155,7 +156,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   await app.register(connectionLimit, { perAddress: config.CONNECTIONS_PER_ADDRESS, trusted: (address) => trusted(address, 0) })
   app.setValidatorCompiler(apiValidatorCompiler)
   app.setSerializerCompiler(apiSerializerCompiler)
-  await app.register(errorHandler, { outageReportMs })
+  await app.register(errorHandler, { outageReportMs, countUnread })
   await app.register(expectContinue)
   await app.register(shutdown)
   // Before any hook that may refuse a request: the requests pipelined after it wait for its answer.

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client'
+import type { Socket } from 'node:net'
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client'
 import { ApiError } from '../errors.js'
-import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed } from '../plugins/error-handler.js'
+import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed, NOT_COUNTED } from '../plugins/error-handler.js'
 import { announcesBody, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
 import { HistogramTally } from './histogram-tally.js'
 
@@ -16,6 +17,8 @@ export interface Metrics {
   http: HistogramTally
   /** Pet store calls by operation and outcome: `petstore_store_operation_duration_seconds`. */
   store: HistogramTally
+  /** Answers to requests that could not be read whole, by status: `http_unread_requests_total`. */
+  unread: Counter<'status'>
 }
 
 export function createMetrics (): Metrics {
@@ -26,7 +29,14 @@ export function createMetrics (): Metrics {
   const store = new HistogramTally(['operation', 'outcome'], [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1])
   store.registerHistogram(registry, 'petstore_store_operation_duration_seconds',
     'Time the pet store took per operation (findPage, findById, create, insertMany), by outcome (ok or error)')
-  return { registry, http, store }
+  // Apart from http_requests_total: these have no method or route to count them by, and no duration.
+  const unread = new Counter({
+    name: 'http_unread_requests_total',
+    help: 'Requests answered before they could be read whole (malformed, headers too large or too slow, an unknown method, CONNECT, an Expect that cannot be met), by status',
+    labelNames: ['status'],
+    registers: [registry]
+  })
+  return { registry, http, store, unread }
 }
 
 /**
@@ -76,9 +86,9 @@ export function createMetricsServer (registry: MetricsSource): Server {
       answerWithError(response, NOT_COLLECTED)
     })
   })
-  server.on('clientError', answerClientError)
-  server.on('connect', answerConnect)
-  server.on('checkExpectation', answerUnmetExpectation)
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => { answerClientError(error, socket, NOT_COUNTED) })
+  server.on('connect', (request: IncomingMessage, socket: Socket) => { answerConnect(request, socket, NOT_COUNTED) })
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => { answerUnmetExpectation(request, response, NOT_COUNTED) })
   // A request is refused with its body unread (see refusalOf): 100 Continue only to one without a body.
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     if (refusalOf(request) === undefined) response.writeContinue()

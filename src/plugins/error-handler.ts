@@ -154,7 +154,7 @@ const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value
  * asked to close are no request (RFC 9112, section 9.6): the connection closes after its answer, and
  * they get none.
  */
-export function answerClientError (error: NodeJS.ErrnoException, socket: Socket): void {
+export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, count: CountUnread): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return
@@ -165,16 +165,21 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket)
       return
     }
     if (isUnknownMethod(error)) {
-      endWithError(socket, NOT_IMPLEMENTED)
+      endWithError(socket, NOT_IMPLEMENTED, count)
       return
     }
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
     const { reason } = error as { reason?: unknown }
     const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
-    endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status })
+    endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status }, count)
   })
 }
+
+/** Counts an answer to a request that could not be read whole, by its status (the API's metrics). */
+export type CountUnread = (status: number) => void
+/** For a listener whose answers are not counted (the metrics listener's own). */
+export const NOT_COUNTED: CountUnread = () => {}
 
 const NOT_IMPLEMENTED: ErrorBody = {
   code: 'not_implemented',
@@ -227,16 +232,17 @@ function afterAnswersBefore (socket: Socket, answer: () => void): void {
 const NO_TUNNEL = new ApiError(400, 'bad_request', 'CONNECT is not served: this server is an API, not a proxy').toBody()
 
 /** Answers CONNECT, which Node hands over as a socket to tunnel: without this, it closes the connection without an answer. */
-export function answerConnect (_request: IncomingMessage, socket: Socket): void {
-  afterAnswersBefore(socket, () => { endWithError(socket, NO_TUNNEL) })
+export function answerConnect (_request: IncomingMessage, socket: Socket, count: CountUnread): void {
+  afterAnswersBefore(socket, () => { endWithError(socket, NO_TUNNEL, count) })
 }
 
 /** Writes an answer with the Error body to the socket itself, where there is no request to answer through, and closes the connection. */
-function endWithError (socket: Socket, error: ErrorBody): void {
+function endWithError (socket: Socket, error: ErrorBody, count: CountUnread): void {
   if (!socket.writable) {
     socket.destroy()
     return
   }
+  count(error.status)
   const body = JSON.stringify(error)
   socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
@@ -261,20 +267,21 @@ export function answerWithError (response: ServerResponse, error: ApiError, { cl
  * Answers a request whose `Expect` header is not `100-continue` with the Error body: Node calls this
  * instead of the app (without it, Node sends an empty 417).
  */
-export function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse): void {
+export function answerUnmetExpectation (request: IncomingMessage, response: ServerResponse, count: CountUnread): void {
   // The requests pipelined after this one reach the app meanwhile: they wait for this answer, which
   // closes the connection, and are not served.
   holdRequestsAfter(request, response)
+  count(417)
   answerWithError(response, new ApiError(417, 'expectation_failed', `Expect: ${printable(request.headers.expect ?? '')} cannot be met; only 100-continue can`), { close: true })
 }
 
 /** One error handler and one not-found handler for the whole app, so every error has the Error body. */
-export default fp<{ outageReportMs?: number }>(async (app, { outageReportMs }) => {
+export default fp<{ outageReportMs?: number, countUnread: CountUnread }>(async (app, { outageReportMs, countUnread }) => {
   const outageLog = new OutageLog(app.log, 'answering 503', outageReportMs)
   app.decorate('outageLog', outageLog)
   app.addHook('onClose', async () => { outageLog.close() })
-  app.server.on('checkExpectation', answerUnmetExpectation)
-  app.server.on('connect', answerConnect)
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => { answerUnmetExpectation(request, response, countUnread) })
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => { answerConnect(request, socket, countUnread) })
   app.setErrorHandler(sendError)
   app.setNotFoundHandler(answerNotFound)
   // A path or method the API does not serve is answered before the body is read: the 404 or 405

@@ -45,6 +45,31 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
+test('answers the API gives before a request is read whole (malformed, headers too large, an unknown method, CONNECT, Expect) are counted by status', async (t) => {
+  const metrics = createMetrics()
+  const { store, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics, limits: TEST_LIMITS })
+  defer(t, () => app.close())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as AddressInfo).port
+  for (const raw of [
+    'THIS IS NOT HTTP\r\n\r\n',
+    `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    'FOO /healthz HTTP/1.1\r\nHost: x\r\n\r\n',
+    'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n'
+  ]) {
+    const { socket, received } = connectRaw(port)
+    socket.write(raw)
+    await untilReceived(received, (text) => /^HTTP\/1\.1 \d{3} /.test(text))
+    socket.destroy()
+  }
+  const text = await metrics.registry.metrics()
+  for (const [status, count] of [['400', 2], ['417', 1], ['431', 1], ['501', 1]]) {
+    assert.match(text, new RegExp(`http_unread_requests_total\\{status="${status}"\\} ${count}\n`), text)
+  }
+})
+
 const NO_BODY = 'The metrics listener takes no body: send GET /metrics without Content-Length or Transfer-Encoding'
 
 test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version, no Host and a body with the Error body, as the API does', async (t) => {
