@@ -144,7 +144,9 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
   await app.register(rateLimit, { global: false, store: storeNamed(`petstore:${namespace}:`, redis), skipOnError: false })
   let coolingUntil = 0
-  let failing = false
+  // An outage at start is logged now, not with the first request it fails.
+  let failing = redis.status !== 'ready'
+  if (failing) app.log.warn({ err: connectionError }, 'rate-limit store (Redis) cannot be used at start: requests are not limited until it answers')
   return (kind, keyOf) => {
     const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: (request) => `${kind}:${keyOf(request)}` })
     return async (request) => {
