@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
 import { parse as parseCsv } from 'csv-parse/sync'
 import { sql } from 'kysely'
@@ -124,11 +124,16 @@ forEachStore((store) => {
   })
 })
 
+/** A CSV file of seven pets, a to g, on lines 2 to 8. */
+function sevenPetsCsv (t: TestContext): string {
+  const file = join(tempDir(t), 'pets.csv')
+  writeFileSync(file, ['name,categoryId', ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => `${name},1`)].join('\n'))
+  return file
+}
+
 test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and says what was not stored', async (t) => {
   const { store } = await createTestStore(t)
-  const dir = tempDir(t)
-  const file = join(dir, 'pets.csv')
-  writeFileSync(file, ['name,categoryId', ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => `${name},1`)].join('\n'))
+  const file = sevenPetsCsv(t)
   const stop = new AbortController()
   // Stopped while the second batch is being stored: it is stored whole, and the third is not tried.
   let batches = 0
@@ -148,9 +153,7 @@ test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and sa
 
 test('a second SIGTERM or Ctrl-C stops an import at once, without waiting for the batch under way, and says what was stored', async (t) => {
   const { store } = await createTestStore(t)
-  const dir = tempDir(t)
-  const file = join(dir, 'pets.csv')
-  writeFileSync(file, ['name,categoryId', ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => `${name},1`)].join('\n'))
+  const file = sevenPetsCsv(t)
   const stop = new AbortController()
   const stopNow = new AbortController()
   // The second batch never ends (a frozen store): both signals come while it is under way.
