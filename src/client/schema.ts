@@ -1548,7 +1548,7 @@ export interface components {
          */
         DeliveryId: number;
         /**
-         * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
+         * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400
          * @example 1041
          */
         EventsAfter: number;
@@ -1585,7 +1585,7 @@ export interface components {
         /** @description Returns only animals with this status */
         PetsStatus: components["schemas"]["PetStatus"];
         /**
-         * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed
+         * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed. An id past the newest event written is a 400
          * @example 1041
          */
         StreamAfter: number;
@@ -2101,7 +2101,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
+                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400
                  * @example 1041
                  */
                 after?: components["parameters"]["EventsAfter"];
@@ -2209,7 +2209,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept
+                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400
                  * @example 1041
                  */
                 after?: components["parameters"]["EventsAfter"];
@@ -2334,7 +2334,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed
+                 * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed. An id past the newest event written is a 400
                  * @example 1041
                  */
                 after?: components["parameters"]["StreamAfter"];
@@ -4833,8 +4833,8 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description The same on every attempt at this event for this subscription: drop repeats by it
-                 * @example msg_7_1042
+                 * @description The same on every attempt at this event for this subscription, and unique across installations: drop repeats by it
+                 * @example msg_Xq3vT9kLm2Pw_7_1042
                  */
                 "webhook-id": string;
                 /**

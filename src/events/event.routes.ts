@@ -54,6 +54,18 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     const prunedThrough = await findPrunedThrough(db)
     if (after !== undefined && after < prunedThrough) throw await eventsExpired(db, after, prunedThrough, retentionDays)
   }
+  /**
+   * Throws 400 when `after` is past every event written: read after it, a log would answer nothing
+   * until its ids passed it, and the events meanwhile would be skipped without a word.
+   */
+  const requireWritten = async (after: bigint, name: string): Promise<void> => {
+    const [last, prunedThrough] = await Promise.all([findLastEventId(db), findPrunedThrough(db)])
+    const newest = last > prunedThrough ? last : prunedThrough
+    if (after > newest) {
+      throw new ApiError(400, 'validation_failed', `${name} ${after} is past the newest event written (${newest}): it is no position in this store's event log ` +
+        `(another store's, or one restored from a backup); read the current state, then continue with after=${newest}`)
+    }
+  }
 
   app.get('/events', {
     config: { scope: 'events:read' },
@@ -77,6 +89,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     const { events, more } = await findEvents(db, { afterId: after ?? 0n, types, limit })
     // Checked after the page is read: a deletion that could have taken events from it is seen by then.
     await requireKept(after)
+    // A page with events shows `after` was written; only an empty one needs a look.
+    if (after !== undefined && events.length === 0) await requireWritten(after, '`after`')
     if (more) reply.header('link', nextEventsLink(apiUrl, events.at(-1)!.id, limit, types))
     return sendJson(reply, `[${events.map((event) => event.json).join(',')}]`)
   })
@@ -104,11 +118,13 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     },
     preValidation: typesAsList
   }, async (request, reply) => {
-    const after = request.headers['last-event-id'] ?? request.query.after
+    const lastEventId = request.headers['last-event-id']
+    const after = lastEventId ?? request.query.after
     if (!streams.reserve(request.apiKeyId)) throw new ApiError(429, 'rate_limited', `This API key holds ${streams.maxPerKey} open event streams, the most it may; close one first`)
     let start: bigint
     try {
       await requireKept(after)
+      if (after !== undefined) await requireWritten(after, lastEventId === undefined ? '`after`' : '`Last-Event-ID`')
       start = after ?? await findLastEventId(db)
     } catch (error) {
       streams.release(request.apiKeyId)

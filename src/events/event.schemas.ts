@@ -62,7 +62,7 @@ const Types = Type.Optional(Type.Array(Type.Enum(EVENT_TYPES, { type: 'string' }
 
 export const ListEventsQuery = Type.Object({
   after: After('Returns events with a greater id: the id of the last event handled (the stream\'s `Last-Event-ID`). ' +
-    'Without it, the feed starts at the oldest event kept'),
+    'Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400'),
   type: Types,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_EVENTS_PER_PAGE, default: DEFAULT_EVENTS_PER_PAGE, description: 'Maximum number of events to return' }))
 }, { additionalProperties: false })
@@ -70,7 +70,7 @@ export type ListEventsQuery = Static<typeof ListEventsQuery>
 
 export const StreamEventsQuery = Type.Object({
   after: After('Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. ' +
-    'Without either, the stream starts with the next event committed'),
+    'Without either, the stream starts with the next event committed. An id past the newest event written is a 400'),
   type: Types
 }, { additionalProperties: false })
 

@@ -131,6 +131,35 @@ forEachStore((store) => {
     assert.equal((await testApp.db.selectFrom('settings').select('value').where('name', '=', 'events_pruned_through').executeTakeFirstOrThrow()).value, '1000')
   })
 
+  test('a position past the newest event written (another store\'s, or one restored from a backup) is a 400 naming the newest, on the feed and the stream', async (t) => {
+    const clock = manualClock()
+    const testApp = await build(t, { store, clock, env: { EVENT_RETENTION_DAYS: '30' } })
+    const pastNewest = async (after: bigint, newest: bigint) => {
+      const message = `\`after\` ${after} is past the newest event written (${newest}): it is no position in this store's event log (another store's, or one restored from a backup); read the current state, then continue with after=${newest}`
+      const feed = await testApp.app.inject({ url: `/v1/events?after=${after}`, headers: testApp.auth })
+      assert.deepEqual(errorOf(feed), { code: 'validation_failed', status: 400, message })
+      for (const position of [{ url: `/v1/events/stream?after=${after}` }, { url: '/v1/events/stream', headers: { 'last-event-id': String(after) } }]) {
+        const stream = await testApp.app.inject({ url: position.url, headers: { ...testApp.auth, ...position.headers } })
+        assert.deepEqual(errorOf(stream), { code: 'validation_failed', status: 400, message: message.replace('`after`', position.headers === undefined ? '`after`' : '`Last-Event-ID`') })
+      }
+    }
+    await pastNewest(1n, 0n)
+    await createPet(testApp, { name: 'Rex', categoryId: 1 })
+    const [rex] = await allEvents(testApp)
+    const newest = BigInt(rex!.id)
+    await pastNewest(newest + 1n, newest)
+    await pastNewest(9223372036854775807n, newest)
+    const atNewest = await testApp.app.inject({ url: `/v1/events?after=${newest}`, headers: testApp.auth })
+    assert.deepEqual(atNewest.json(), [])
+    assert.equal(atNewest.statusCode, 200)
+
+    // Every event pruned: the newest written is the last one deleted.
+    clock.advance(31 * DAY_MS)
+    assert.equal(await pruneExpiredEvents(testApp.db, clock, 30), 1)
+    assert.equal((await testApp.app.inject({ url: `/v1/events?after=${newest}`, headers: testApp.auth })).statusCode, 200)
+    await pastNewest(newest + 1n, newest)
+  })
+
   test('with changes committing concurrently on two instances, a reader polling after its last id misses none', async (t) => {
     // The reader polls as fast as it can.
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' } })
