@@ -187,12 +187,13 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     app.addHook('onClose', async () => { await scheduled.stop() })
   }
   const cursorSecret = await findSetting(db, 'cursor_secret')
+  const installationId = await findSetting(db, 'installation_id')
   const rateLimiter = await createRateLimiter(app, {
     perMinute: config.RATE_LIMIT_PER_MINUTE,
     maxCounters: limits.rateLimitCounters,
     redisUrl: config.REDIS_URL,
     redisTimeoutMs: config.REDIS_TIMEOUT_MS,
-    namespace: await findSetting(db, 'installation_id'),
+    namespace: installationId,
     clock
   })
   const apiUrl = (path: string) => `${config.PUBLIC_BASE_URL ?? ''}/v1${path}`
@@ -202,7 +203,8 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     pollMs: limits.webhookPollMs,
     concurrency: limits.webhookConcurrency,
     leaseMs: limits.webhookLeaseMs,
-    retrySchedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE)
+    retrySchedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE),
+    installationId
   }, new WebhookMetrics(metrics.registry, () => countOwedEvents(db)), (err) => {
     // Failed at every poll while the store is down: logged as an outage, not as a stack a poll.
     dispatcherOutages.failed(DISPATCHER_OUTAGE, err)

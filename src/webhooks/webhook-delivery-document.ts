@@ -19,7 +19,7 @@ export const WEBHOOK_DELIVERY_DOCUMENT = {
       tags: ['webhooks'],
       'x-stability': 'beta',
       parameters: [
-        header('webhook-id', 'The same on every attempt at this event for this subscription: drop repeats by it', 'msg_7_1042'),
+        header('webhook-id', 'The same on every attempt at this event for this subscription, and unique across installations: drop repeats by it', 'msg_Xq3vT9kLm2Pw_7_1042'),
         header('webhook-timestamp', 'When the attempt was made, in seconds since the Unix epoch', '1795774530'),
         header('webhook-signature', '`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` under the secret; two, space-separated, for 24 hours after a rotation',
           'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=')

@@ -27,6 +27,8 @@ export interface WebhookDispatcherOptions {
   leaseMs: number
   /** Waits before each retry (see parseRetrySchedule). */
   retrySchedule: readonly number[]
+  /** The store's installation id, which every `webhook-id` starts with (see messageIdOf). */
+  installationId: string
 }
 
 // A lease older than this is renewed before an attempt, which with its guard lasts 11 s at most
@@ -178,7 +180,7 @@ export class WebhookDispatcher {
         }
       }
       const attempt = index === 0 ? webhook.attempt + 1 : 1
-      const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(webhook.id, event.id), event.json)
+      const answer = await this.#post(webhook.url, webhook.secrets, messageIdOf(this.options.installationId, webhook.id, event.id), event.json)
       const before = await recording
       // A lost lease: the attempt cannot be recorded, and the instance that holds the lease now
       // sends the event again. A shutdown aborted the attempt: it is sent again once released.
@@ -235,7 +237,7 @@ export class WebhookDispatcher {
     const event = await findEvent(this.db, redelivery.eventId)
     // The subscription was deleted, or the event is no longer kept (the retry was accepted before it went).
     if (target === undefined || event === undefined) return await completeRedelivery(this.db, redelivery, undefined)
-    const answer = await this.#post(target.url, target.secrets, messageIdOf(redelivery.webhookId, event.id), event.json)
+    const answer = await this.#post(target.url, target.secrets, messageIdOf(this.options.installationId, redelivery.webhookId, event.id), event.json)
     // A shutdown: the redelivery stays queued, and is leased again when its lease runs out.
     if (answer === undefined) return
     const attempt = await nextAttemptNumber(this.db, redelivery.webhookId, event.id)

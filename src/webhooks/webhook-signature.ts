@@ -29,7 +29,11 @@ export function signDelivery (secrets: readonly string[], messageId: string, at:
   }
 }
 
-/** The `webhook-id` of an event for a subscription: the same on every attempt, so receivers can drop repeats. */
-export function messageIdOf (webhookId: bigint, eventId: bigint): string {
-  return `msg_${webhookId}_${eventId}`
+/**
+ * The `webhook-id` of an event for a subscription: the same on every attempt, so receivers can drop
+ * repeats, and unique across stores (the installation's id first), so that a receiver subscribed from
+ * two (staging and production, say) never drops one's event as a repeat of the other's.
+ */
+export function messageIdOf (installationId: string, webhookId: bigint, eventId: bigint): string {
+  return `msg_${installationId}_${webhookId}_${eventId}`
 }

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { findSetting } from '../../src/db/settings.repository.js'
 import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
 import { createMetrics } from '../../src/metrics/metrics.js'
 import { pruneExpiredDeliveries } from '../../src/webhooks/expired-delivery-prune.js'
@@ -73,7 +74,9 @@ forEachStore((store) => {
     assert.deepEqual(JSON.parse(second!.body), feed[2])
     assert.deepEqual(verify(secret, first!), feed[1])
     assert.deepEqual(verify(secret, second!), feed[2])
-    assert.equal(first!.headers['webhook-id'], `msg_${id}_${feed[1].id}`)
+    const installationId = await findSetting(testApp.db, 'installation_id')
+    assert.match(installationId, /^[\w-]{12}$/)
+    assert.equal(first!.headers['webhook-id'], `msg_${installationId}_${id}_${feed[1].id}`)
     assert.equal(first!.headers['content-type'], 'application/json')
     assert.throws(() => verify('whsec_' + Buffer.alloc(24).toString('base64'), first!), /No matching signature/, 'another secret does not verify it')
     assert.throws(() => new Webhook(secret).verify(second!.body.replace('Tom', 'Tim'), second!.headers as Record<string, string>), /No matching signature/)
