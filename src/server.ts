@@ -71,9 +71,11 @@ export async function serve (config: Config): Promise<void> {
   })
 
   try {
+    // Metrics first: a METRICS_PORT or METRICS_HOST that cannot be listened on then stops the service
+    // before the API takes a connection it would drop.
+    if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
     await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
     stopWhenAsked = () => { void shutdown.close() }
-    if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
   } catch (error) {
     metricsServer?.close()
     await app.close()

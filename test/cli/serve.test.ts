@@ -121,7 +121,7 @@ forEachStore((store) => {
   })
 })
 
-test('a port in use is one line naming the port and the setting to change, and exit 2', async (t) => {
+test('a port in use, or an address not of this machine, is one line naming the setting to change, and exit 2, before the API listens', async (t) => {
   const taken = createServer().listen(0, '127.0.0.1')
   await once(taken, 'listening')
   t.after(() => taken.close())
@@ -133,6 +133,12 @@ test('a port in use is one line naming the port and the setting to change, and e
   const metrics = await runCli(['serve'], { ...env, PORT: '0', METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' })
   assert.equal(metrics.code, 2)
   assert.match(metrics.stderr, /set METRICS_PORT to a free port/)
+  assert.doesNotMatch(metrics.stdout, /listening/i, 'the API never listened, to drop its first connections at once')
+  // 192.0.2.1 is for documentation (RFC 5737): no machine has it.
+  const elsewhere = await runCli(['serve'], { ...env, PORT: '0', METRICS_PORT: '0', METRICS_HOST: '192.0.2.1' })
+  assert.equal(elsewhere.code, 2)
+  assert.match(elsewhere.stderr, /^petstore: Cannot listen: 192\.0\.2\.1 is not an address of this machine; set METRICS_HOST to one, such as 127\.0\.0\.1 or 0\.0\.0\.0$/m)
+  assert.doesNotMatch(elsewhere.stdout, /listening/i)
 })
 
 test('a SQLite store that cannot be opened is one line naming its path, from serve and the CLI alike', async (t) => {
