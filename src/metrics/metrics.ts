@@ -60,13 +60,30 @@ export interface MetricsSource {
   contentType: string
 }
 
+/** Bounds of the metrics listener, which needs no key: a scraper needs a connection or two, and sends a request whole at once. */
+export interface MetricsListenerLimits {
+  /** Connections open at once; one more is closed as it comes. */
+  maxConnections: number
+  /** The longest a request's head may take to arrive (408 after). */
+  headersTimeoutMs: number
+  /** The longest a whole request may take to arrive. */
+  requestTimeoutMs: number
+}
+
+export const METRICS_LISTENER_LIMITS: MetricsListenerLimits = { maxConnections: 64, headersTimeoutMs: 5000, requestTimeoutMs: 10_000 }
+
 /**
  * GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. What
  * Node answers before a request exists (malformed HTTP, CONNECT) has the Error body, as on the API's port.
  */
-export function createMetricsServer (registry: MetricsSource): Server {
-  // A request without Host is refused below, in the Error shape, as on the API's port.
-  const server = createServer({ requireHostHeader: false }, (request, response) => {
+export function createMetricsServer (registry: MetricsSource, limits: MetricsListenerLimits = METRICS_LISTENER_LIMITS): Server {
+  const server = createServer({
+    // A request without Host is refused below, in the Error shape, as on the API's port.
+    requireHostHeader: false,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4)
+  }, (request, response) => {
     const refusal = refusalOf(request)
     if (refusal !== undefined) {
       answerWithError(response, refusal, { close: true })
@@ -94,6 +111,7 @@ export function createMetricsServer (registry: MetricsSource): Server {
     if (refusalOf(request) === undefined) response.writeContinue()
     server.emit('request', request, response)
   })
+  server.maxConnections = limits.maxConnections
   return server
 }
 

@@ -100,6 +100,24 @@ test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version
   }
 })
 
+test('the metrics listener holds a bounded number of connections, and closes one whose request head is slow', async (t) => {
+  const server = createMetricsServer(createMetrics().registry, { maxConnections: 3, headersTimeoutMs: 200, requestTimeoutMs: 400 }).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  const held = Array.from({ length: 3 }, () => connectRaw(port))
+  for (const { socket } of held) {
+    socket.write('G') // a request begun, and never finished
+    await once(socket, 'connect')
+  }
+  const extra = connectRaw(port)
+  assert.ok(await closesWithin(extra.socket, 1000), 'a connection past the cap is closed at once')
+  const closed = await Promise.all(held.map(async ({ socket }) => await closesWithin(socket, 1000)))
+  assert.deepEqual(closed, [true, true, true], 'a slow request head is not waited for past its deadline')
+  for (const { received } of held) assert.match(received(), /^HTTP\/1\.1 408 /)
+  assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 200, 'served again once they are gone')
+})
+
 test('the metrics listener answers an Expect it cannot meet with a 417 in the Error shape, as the API does', async (t) => {
   const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
   defer(t, () => server.close())

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { forEachStore, tempDir } from '../helper.js'
 import { CLI, runCli, startServer } from '../process.js'
 
@@ -119,6 +120,27 @@ forEachStore((store) => {
     assert.equal(await server.stop('SIGTERM'), 0)
     assert.doesNotMatch(server.output(), /writer thread failed/)
   })
+})
+
+test('a process out of file descriptors (idle connections past its open-file limit) stays up, and serves once they close', async (t) => {
+  const serve = `ulimit -n 200 && exec ${[process.execPath, ...CLI].map((part) => `'${part}'`).join(' ')} serve`
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }, ['bash', '-c', serve])
+  const { port } = new URL(server.url)
+  const sockets: Socket[] = []
+  t.after(() => { for (const socket of sockets) socket.destroy() })
+  for (let i = 0; i < 250; i++) {
+    const socket = connect(Number(port), '127.0.0.1')
+    socket.on('error', () => {})
+    sockets.push(socket)
+  }
+  await Promise.all(sockets.map(async (socket) => { await Promise.race([once(socket, 'connect'), once(socket, 'close')]) }))
+  // More than a load sample's interval (at most 1 s) with every descriptor taken.
+  await sleep(1200)
+  assert.equal(server.child.exitCode, null, `the process ended:\n${server.output()}`)
+  for (const socket of sockets) socket.destroy()
+  await sleep(100)
+  assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
+  assert.equal(await server.stop('SIGTERM'), 0)
 })
 
 test('a port in use, or an address not of this machine, is one line naming the setting to change, and exit 2, before the API listens', async (t) => {
