@@ -84,8 +84,10 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
     console.log(`${options.dryRun ? 'Valid, not stored (dry run)' : 'Stored'}: ${count(report.stored, 'pet')}.`)
     if (rejected.length > 0) console.log(`Rejected: ${count(rejected.length, 'row')}${options.errors === undefined ? '' : `, written to ${options.errors}`}.`)
     if (report.failedBatch !== undefined) {
-      const { first, last, reason } = report.failedBatch
-      console.log(`Store failure: the batch from ${describePosition(first)} to ${describePosition(last)} was not stored: ${reason}`)
+      const { first, last, reason, mayBeStored } = report.failedBatch
+      const batch = `the batch from ${describePosition(first)} to ${describePosition(last)}`
+      if (mayBeStored) console.log(`Store failure: the connection to the store was lost during ${batch}, which may or may not be stored (${reason}): look for its pets in the store before importing those lines again.`)
+      else console.log(`Store failure: ${batch} was not stored: ${reason}`)
       if (report.notTried.first !== undefined) console.log(`Not tried after the failure: ${count(report.notTried.count, 'valid row')}, from ${describePosition(report.notTried.first)} to the end.`)
     }
     if (report.stopped) {

@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { apiValidatorCompiler } from '../api-validator.js'
 import type { PetStore } from '../store/pet-store.js'
+import { isPostgresConnectionLost } from '../store/store-errors.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
 import type { ImportRow, RejectedRow, RowPosition } from './pet-import-file.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
@@ -21,7 +22,13 @@ export interface ImportReport {
   stored: number
   rejected: RejectedRow[]
   /** The batch the store refused, when one was: nothing of it was stored, and no later batch was tried. */
-  failedBatch?: { first: RowPosition, last: RowPosition, reason: string }
+  failedBatch?: {
+    first: RowPosition
+    last: RowPosition
+    reason: string
+    /** The connection was lost before the store's answer came: the batch may have been committed. */
+    mayBeStored: boolean
+  }
   /** The valid rows after a failed batch, or after the import was stopped, which were not tried: how many, and the first. */
   notTried: { count: number, first?: RowPosition }
   /** Whether the import was stopped (`signal`) before its last batch. */
@@ -55,7 +62,7 @@ export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize
       report.stored += batch.length
     } catch (error) {
       const last = rows[Math.min(start + batchSize, rows.length) - 1]!
-      report.failedBatch = { first: rows[start]!.position, last: last.position, reason: error instanceof Error ? error.message : String(error) }
+      report.failedBatch = { first: rows[start]!.position, last: last.position, reason: error instanceof Error ? error.message : String(error), mayBeStored: isPostgresConnectionLost(error) }
     }
     onProgress?.(Math.min(start + batchSize, rows.length), report.stored)
     // A batch stored on this thread (SQLite) leaves the event loop no turn to hear a signal by.

@@ -151,6 +151,28 @@ test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and sa
   assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c', 'd', 'e', 'f'])
 })
 
+test('a batch whose answer is lost with the connection is reported as perhaps stored, not as not stored', async (t) => {
+  const { store } = await createTestStore(t)
+  const file = sevenPetsCsv(t)
+  // The second batch commits, and its answer is lost on the way back, as when PostgreSQL stops
+  // answering during the commit: the store cannot tell whether it was stored.
+  let batches = 0
+  const pets = Object.create(store.pets) as typeof store.pets
+  pets.insertMany = async (batch) => {
+    const stored = await store.pets.insertMany(batch)
+    if (++batches === 2) throw new Error('Connection terminated unexpectedly')
+    return stored
+  }
+  const printed: string[] = []
+  t.mock.method(console, 'log', (line: string) => { printed.push(line) })
+  const done = await runPetsImport(async (work) => await work({ ...store, pets }), file, { batchSize: 3, dryRun: false }, new AbortController().signal)
+  assert.equal(done, false)
+  assert.ok(printed.includes('Stored: 3 pets.'), printed.join('\n'))
+  assert.ok(printed.includes('Store failure: the connection to the store was lost during the batch from line 5 to line 7, which may or may not be stored ' +
+    '(Connection terminated unexpectedly): look for its pets in the store before importing those lines again.'), printed.join('\n'))
+  assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c', 'd', 'e', 'f'], 'as here, where it was')
+})
+
 test('a second SIGTERM or Ctrl-C stops an import at once, without waiting for the batch under way, and says what was stored', async (t) => {
   const { store } = await createTestStore(t)
   const file = sevenPetsCsv(t)
