@@ -119,6 +119,12 @@ export default fp(async (app) => {
       done(new ApiError(400, 'invalid_json', 'Request body is not valid UTF-8'), undefined)
       return
     }
+    // An operation that takes no body (DELETE, rotate-secret) has none to miss: clients that send
+    // Content-Type on every request send it there too.
+    if ((body as Buffer).length === 0 && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined)
+      return
+    }
     try {
       done(null, parseJsonBody((body as Buffer).toString('utf8')))
     } catch (error) {

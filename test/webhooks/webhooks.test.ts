@@ -88,6 +88,19 @@ forEachStore((store) => {
     ])
   })
 
+  test('an operation that takes no body accepts an empty one sent as JSON, as clients that always send Content-Type do', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
+    const asJson = { ...testApp.auth, 'content-type': 'application/json' }
+    const rotated = await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/rotate-secret`, headers: asJson, payload: '' })
+    assert.equal(rotated.statusCode, 200, rotated.body)
+    const deleted = await testApp.app.inject({ method: 'DELETE', url: `/v1/webhooks/${id}`, headers: asJson, payload: '' })
+    assert.equal(deleted.statusCode, 204, deleted.body)
+    // An operation that takes one still says it is missing.
+    const created = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: asJson, payload: '' })
+    assert.deepEqual(errorOf(created), { code: 'invalid_json', message: 'Request body is empty; a JSON object is expected', status: 400 })
+  })
+
   test('a change committed on this instance is sent at once, not at the next look for work', async (t) => {
     // Looks for work 800 ms apart, and each delivery expected within 200 ms: with the wake turned off,
     // each waited for the next look, 419 to 521 ms here. No real wait in the suite passes 1 s.
