@@ -144,15 +144,20 @@ function declareNoContent (paths: Record<string, Record<string, { responses?: Re
   for (const operation of Object.values(paths).flatMap((path) => Object.values(path))) delete (operation.responses?.['204'] as { content?: unknown } | undefined)?.content
 }
 
+// What a removed operation still answers: a key checked first (401, 429, 403), a service that fails
+// or is overloaded (500, 503), and its 410.
+const REMOVED_OPERATION_ANSWERS = ['401', '403', '410', '429', '500', '503']
+
 /**
- * The document once operations are past their sunset: each stays, deprecated, with only the 410 it
- * answers from then on, so that clients generated from it learn that it is gone.
+ * The document once operations are past their sunset: each stays, deprecated, with only the answers
+ * it still gives (its 410, and the key's checks before it), so that clients generated from it learn
+ * that it is gone.
  */
 function withoutRemovedAnswers (document: unknown, removed: Array<{ path: string, method: string }>): unknown {
   const copy = structuredClone(document) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
   for (const { path, method } of removed) {
     const operation = copy.paths[path]?.[method]
-    if (operation !== undefined) operation.responses = { 410: operation.responses[410] }
+    if (operation !== undefined) operation.responses = Object.fromEntries(REMOVED_OPERATION_ANSWERS.map((status) => [status, operation.responses[status]]))
   }
   return copy
 }
