@@ -4,7 +4,7 @@ import type { Server } from 'node:http'
 import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
-import { buildApp } from './app.js'
+import { buildApp, LIMITS } from './app.js'
 import { commandName } from './cli/command-name.js'
 import { stoppedClock } from './clock.js'
 import { ConfigError, type Config } from './config.js'
@@ -12,6 +12,7 @@ import { migrateToLatest } from './db/migrate.js'
 import type { Logger } from 'pino'
 import { createLogger } from './logger.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
+import { openFileLimit } from './open-file-limit.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
 import type { Store } from './store/store.js'
 import { STOP_WORKER, superviseWorkers } from './workers.js'
@@ -29,6 +30,7 @@ export async function serve (config: Config): Promise<void> {
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
   }
+  if (!worker) warnOfFewFileDescriptors(logger)
   if (config.WEB_CONCURRENCY > 1 && !worker) {
     const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
     try {
@@ -94,6 +96,19 @@ async function prepareStore (store: Store, config: Config): Promise<void> {
   const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, now), clock: stoppedClock(now) })
   // Shown before listening: the key exists from here on, whether or not the port can be taken.
   if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
+}
+
+// Besides its connections, a process holds the store's files, its threads' and its logs'.
+const OTHER_FILES = 256
+
+/** Warns, at start, of an open-file limit too low for the connections an instance may hold: past it, new ones are closed at once. */
+function warnOfFewFileDescriptors (logger: Logger): void {
+  const limit = openFileLimit()
+  const needed = LIMITS.maxConnections + OTHER_FILES
+  if (limit !== undefined && limit < needed) {
+    logger.warn(`the open-file limit (${limit}) is below the ${LIMITS.maxConnections} connections an instance may hold and its other files: ` +
+      `past it, new connections are closed at once; raise it to ${needed} or more (ulimit -n, systemd's LimitNOFILE)`)
+  }
 }
 
 async function listenMetrics (server: Server, config: Config, logger: Logger): Promise<void> {

@@ -21,7 +21,7 @@ export interface ImportReport {
   /** How many rows were stored (or, in a dry run, would be). */
   stored: number
   rejected: RejectedRow[]
-  /** The batch the store refused, when one was: nothing of it was stored, and no later batch was tried. */
+  /** The batch the store refused, when one was: nothing of it was stored (unless `mayBeStored`), and no later batch was tried. */
   failedBatch?: {
     first: RowPosition
     last: RowPosition
