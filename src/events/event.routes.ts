@@ -49,17 +49,22 @@ const typesAsList: preValidationHookHandler = (request, _reply, done) => {
 
 /** The event log (beta), as a feed read page by page and as a live stream. */
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, apiUrl }) => {
-  /** Throws 410 events_expired when events after `after` were deleted for their age. */
-  const requireKept = async (after: bigint | undefined): Promise<void> => {
+  /**
+   * Throws 410 events_expired when events after `after` were deleted for their age; resolves the id
+   * of the last one deleted.
+   */
+  const requireKept = async (after: bigint | undefined): Promise<bigint> => {
     const prunedThrough = await findPrunedThrough(db)
     if (after !== undefined && after < prunedThrough) throw await eventsExpired(db, after, prunedThrough, retentionDays)
+    return prunedThrough
   }
   /**
-   * Throws 400 when `after` is past every event written: read after it, a log would answer nothing
-   * until its ids passed it, and the events meanwhile would be skipped without a word.
+   * Throws 400 when `after` is past every event written (the newest kept, or the last deleted):
+   * read after it, a log would answer nothing until its ids passed it, and the events meanwhile would
+   * be skipped without a word.
    */
-  const requireWritten = async (after: bigint, name: string): Promise<void> => {
-    const [last, prunedThrough] = await Promise.all([findLastEventId(db), findPrunedThrough(db)])
+  const requireWritten = async (after: bigint, prunedThrough: bigint, name: string): Promise<void> => {
+    const last = await findLastEventId(db)
     const newest = last > prunedThrough ? last : prunedThrough
     if (after > newest) {
       throw new ApiError(400, 'validation_failed', `${name} ${after} is past the newest event written (${newest}): it is no position in this store's event log ` +
@@ -88,9 +93,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     const { after, type: types, limit = DEFAULT_EVENTS_PER_PAGE } = request.query
     const { events, more } = await findEvents(db, { afterId: after ?? 0n, types, limit })
     // Checked after the page is read: a deletion that could have taken events from it is seen by then.
-    await requireKept(after)
+    const prunedThrough = await requireKept(after)
     // A page with events shows `after` was written; only an empty one needs a look.
-    if (after !== undefined && events.length === 0) await requireWritten(after, '`after`')
+    if (after !== undefined && events.length === 0) await requireWritten(after, prunedThrough, '`after`')
     if (more) reply.header('link', nextEventsLink(apiUrl, events.at(-1)!.id, limit, types))
     return sendJson(reply, `[${events.map((event) => event.json).join(',')}]`)
   })
@@ -123,8 +128,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     if (!streams.reserve(request.apiKeyId)) throw new ApiError(429, 'rate_limited', `This API key holds ${streams.maxPerKey} open event streams, the most it may; close one first`)
     let start: bigint
     try {
-      await requireKept(after)
-      if (after !== undefined) await requireWritten(after, lastEventId === undefined ? '`after`' : '`Last-Event-ID`')
+      const prunedThrough = await requireKept(after)
+      if (after !== undefined) await requireWritten(after, prunedThrough, lastEventId === undefined ? '`after`' : '`Last-Event-ID`')
       start = after ?? await findLastEventId(db)
     } catch (error) {
       streams.release(request.apiKeyId)

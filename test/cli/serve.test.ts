@@ -134,8 +134,8 @@ test('a process out of file descriptors (idle connections past its open-file lim
     sockets.push(socket)
   }
   await Promise.all(sockets.map(async (socket) => { await Promise.race([once(socket, 'connect'), once(socket, 'close')]) }))
-  // More than a load sample's interval (at most 1 s) with every descriptor taken.
-  await sleep(1200)
+  // Two of the load sampler's intervals (500 ms at the default limit) with every descriptor taken.
+  await sleep(1000)
   assert.equal(server.child.exitCode, null, `the process ended:\n${server.output()}`)
   assert.match(server.output(), /the open-file limit \(200\) is below the 4096 connections an instance may hold and its other files: past it, new connections are closed at once; raise it to 4352 or more/)
   for (const socket of sockets) socket.destroy()
