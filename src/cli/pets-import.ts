@@ -1,9 +1,13 @@
 import { once } from 'node:events'
-import { open, readFile, stat, type FileHandle } from 'node:fs/promises'
+import { createWriteStream } from 'node:fs'
+import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
 import type { Store } from '../store/store.js'
-import { ImportFileError, describePosition, formatOfFile, inFileOrder, readImportFile, type ImportFormat } from '../pets/pet-import-file.js'
+import { ImportFileError, describePosition, formatOfFile, readImportItems, surveyImportFile, type ImportFormat, type RejectedRow, type RowPosition } from '../pets/pet-import-file.js'
 import { importPets } from '../pets/pet-import.js'
-import { writeRejectedRows } from './rejected-rows-file.js'
+import { RejectedRowsFile } from './rejected-rows-file.js'
 import { createProgress } from './progress.js'
 
 export interface PetsImportOptions {
@@ -31,58 +35,59 @@ const SHOWN_REJECTIONS = 20
 export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
   const format = options.format ?? formatOfFile(file)
   if (format === undefined) throw new ImportUsageError(`cannot tell the format of ${file}: name it .json or .csv, or pass --format`)
-  let bytes: Buffer
+  const input = await openImportFile(file)
   try {
-    bytes = await readFile(file)
-  } catch (error) {
-    throw new ImportUsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+    // A first reading finds what makes the file unusable (not UTF-8, not JSON, a bad header) before anything is stored.
+    const { rows: total, csvHeader } = await usable(file, surveyImportFile(input.handle, format))
+    return await importRows(withStore, file, input.handle, format, total, csvHeader, options, signal, stopNow)
+  } finally {
+    await input.close()
   }
-  let read: ReturnType<typeof readImportFile>
-  try {
-    read = readImportFile(bytes, format)
-  } catch (error) {
-    if (error instanceof ImportFileError) throw new ImportUsageError(`${file}: ${error.message}`)
-    throw error
-  }
-  // Opened before the import, so that a path that cannot be written stops it before anything is stored.
-  const errorsFile = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file)
+}
 
+async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, input: FileHandle, format: ImportFormat, total: number, csvHeader: string[] | undefined,
+  options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
+  // Opened before the import, so that a path that cannot be written stops it before anything is stored.
+  const errorsHandle = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file)
   try {
-    const total = read.rows.length + read.rejected.length
+    const errorsFile = errorsHandle === undefined ? undefined : new RejectedRowsFile(errorsHandle, format, csvHeader)
+    await errorsFile?.start()
     console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
-    // Rows are counted as they are gone through, rejected ones too (those unreadable first): the lines after say how many were stored.
+    // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
     const progress = createProgress(total, options.dryRun ? 'Checked' : 'Processed')
-    progress.update(read.rejected.length)
-    let rowsDone = 0
+    const shown: RejectedRow[] = []
+    let underWay: RowPosition | undefined
     let stored = 0
-    const importing = withStore((store) => importPets(store.pets, read.rows, {
+    const importing = withStore((store) => importPets(store.pets, readImportItems(input, format), {
       ...options,
       signal,
+      onBatch: (first) => { underWay = first },
       onProgress: (done, storedSoFar) => {
-        rowsDone = done
+        underWay = undefined
         stored = storedSoFar
-        progress.update(read.rejected.length + done)
+        progress.update(done)
+      },
+      onRejected: async (rejected) => {
+        shown.push(...rejected.slice(0, SHOWN_REJECTIONS - shown.length))
+        await errorsFile?.write(rejected)
       }
     }))
-    const report = stopNow === undefined ? await importing : await Promise.race([importing, once(stopNow, 'abort').then(() => undefined)])
+    const report = await usable(file, stopNow === undefined ? importing : Promise.race([importing, once(stopNow, 'abort').then(() => undefined)]), () => stored)
     progress.stop()
     if (report === undefined) {
-      const from = read.rows[rowsDone]?.position
-      const what = options.dryRun ? 'nothing stored (dry run)' : `${count(stored, 'pet')} stored${from === undefined ? '' : `; nothing from ${describePosition(from)} on`}`
+      const what = options.dryRun ? 'nothing stored (dry run)' : `${count(stored, 'pet')} stored${underWay === undefined ? '' : `; nothing from ${describePosition(underWay)} on`}`
       console.log(`Stopped at once (a second SIGTERM or Ctrl-C): ${what}.`)
       return false
     }
 
-    const rejected = [...read.rejected, ...report.rejected].sort(inFileOrder)
-    for (const { position, reason } of rejected.slice(0, SHOWN_REJECTIONS)) console.log(`${describePosition(position)}: ${reason}`)
-    if (rejected.length > SHOWN_REJECTIONS) {
+    for (const { position, reason } of shown) console.log(`${describePosition(position)}: ${reason}`)
+    if (report.rejected > shown.length) {
       const where = options.errors === undefined ? '; --errors FILE writes them all' : `, all in ${options.errors}`
-      console.log(`… and ${count(rejected.length - SHOWN_REJECTIONS, 'more rejected row')}${where}.`)
+      console.log(`… and ${count(report.rejected - shown.length, 'more rejected row')}${where}.`)
     }
-    if (errorsFile !== undefined) await writeRejectedRows(errorsFile, read, rejected)
 
     console.log(`${options.dryRun ? 'Valid, not stored (dry run)' : 'Stored'}: ${count(report.stored, 'pet')}.`)
-    if (rejected.length > 0) console.log(`Rejected: ${count(rejected.length, 'row')}${options.errors === undefined ? '' : `, written to ${options.errors}`}.`)
+    if (report.rejected > 0) console.log(`Rejected: ${count(report.rejected, 'row')}${options.errors === undefined ? '' : `, written to ${options.errors}`}.`)
     if (report.failedBatch !== undefined) {
       const { first, last, reason, mayBeStored } = report.failedBatch
       const batch = `the batch from ${describePosition(first)} to ${describePosition(last)}`
@@ -93,9 +98,58 @@ export async function runPetsImport (withStore: <T>(work: (store: Store) => Prom
     if (report.stopped) {
       console.log(`Stopped (SIGTERM or Ctrl-C) after the batch under way: ${count(report.notTried.count, 'valid row')} not stored, from ${describePosition(report.notTried.first!)} to the end.`)
     }
-    return rejected.length === 0 && report.failedBatch === undefined && !report.stopped
+    return report.rejected === 0 && report.failedBatch === undefined && !report.stopped
   } finally {
-    await errorsFile?.close()
+    await errorsHandle?.close()
+  }
+}
+
+/** The file being imported, open, and how to let it go. */
+interface ImportInput {
+  handle: FileHandle
+  close: () => Promise<void>
+}
+
+/** Opens the file to import; one that is not a regular file (a pipe, `/dev/stdin`) is first copied to a temporary one, as it is read twice. */
+async function openImportFile (path: string): Promise<ImportInput> {
+  let handle: FileHandle | undefined
+  let copied: string | undefined
+  try {
+    handle = await open(path, 'r')
+    if ((await handle.stat()).isFile()) {
+      const regular = handle
+      return { handle: regular, close: async () => { await regular.close() } }
+    }
+    copied = await mkdtemp(join(tmpdir(), 'petstore-import-'))
+    const copy = join(copied, 'rows')
+    await pipeline(handle.createReadStream(), createWriteStream(copy))
+    const copyHandle = await open(copy, 'r')
+    const folder = copied
+    return { handle: copyHandle, close: async () => { await copyHandle.close(); await rm(folder, { recursive: true, force: true }) } }
+  } catch (error) {
+    await handle?.close().catch(() => {})
+    if (copied !== undefined) await rm(copied, { recursive: true, force: true })
+    throw new ImportUsageError(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+  }
+}
+
+/**
+ * What `reading` gives, or the one line of an ImportUsageError for a file that cannot be imported or
+ * read. A fault found while importing (the file changed after its first reading) says how many pets
+ * were stored before it: `storedSoFar` tells.
+ */
+async function usable<T> (file: string, reading: Promise<T>, storedSoFar?: () => number): Promise<T> {
+  try {
+    return await reading
+  } catch (error) {
+    if (storedSoFar !== undefined) {
+      if (error instanceof ImportFileError) throw new ImportUsageError(`${file} changed while it was imported, after ${count(storedSoFar(), 'pet')} stored: ${error.message}`)
+      throw error
+    }
+    if (error instanceof ImportFileError) throw new ImportUsageError(`${file}: ${error.message}`)
+    const { code } = error as NodeJS.ErrnoException
+    if (code !== undefined) throw new ImportUsageError(`cannot read ${file}: ${code}`)
+    throw error
   }
 }
 

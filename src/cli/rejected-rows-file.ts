@@ -1,30 +1,40 @@
 import type { FileHandle } from 'node:fs/promises'
 import { parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
-import { REPORT_COLUMNS, type ImportFile, type RejectedRow } from '../pets/pet-import-file.js'
+import { REPORT_COLUMNS, type ImportFormat, type RejectedRow } from '../pets/pet-import-file.js'
 
 // JSON whitespace holding a line break: outside any string, since a JSON string cannot hold one raw.
 const LINE_BREAKS = /[ \t]*[\r\n][ \t\r\n]*/g
 
 /**
- * Writes every rejected row for `pets import --errors FILE`, in the format of the file imported: for
- * CSV, the columns `line` and `error` and then the file's own, which the import ignores, so the file
- * once fixed imports as it is; for JSON, one JSON object a line (JSON Lines) with the element's
- * `index`, `line`, `column`, the `error`, and the element itself as `row`.
+ * Writes every rejected row for `pets import --errors FILE`, in the format of the file imported, as
+ * they come: for CSV, the columns `line` and `error` and then the file's own, which the import
+ * ignores, so the file once fixed imports as it is; for JSON, one JSON object a line (JSON Lines) with
+ * the element's `index`, `line`, `column`, the `error`, and the element itself as `row`.
  */
-export async function writeRejectedRows (file: FileHandle, read: ImportFile, rejected: RejectedRow[]): Promise<void> {
-  await file.writeFile(read.format === 'csv' ? csvReport(read.csvHeader ?? [], rejected) : rejected.map(jsonLine).join(''))
-}
+export class RejectedRowsFile {
+  /** The CSV file's columns kept in the report, by their place in its header. */
+  readonly #kept: number[]
 
-function csvReport (header: string[], rejected: RejectedRow[]): string {
-  // A file that is itself such a report has its `line` and `error` columns replaced.
-  const kept = header.flatMap((name, i) => REPORT_COLUMNS.includes(name) ? [] : [i])
-  const records = rejected.map(({ position, reason, source }) => {
+  constructor (private readonly file: FileHandle, private readonly format: ImportFormat, private readonly csvHeader: string[] = []) {
+    // A file that is itself such a report has its `line` and `error` columns replaced.
+    this.#kept = csvHeader.flatMap((name, i) => REPORT_COLUMNS.includes(name) ? [] : [i])
+  }
+
+  /** Writes the CSV report's header (a JSON report has none). */
+  async start (): Promise<void> {
+    if (this.format === 'csv') await this.file.write(stringify([[...REPORT_COLUMNS, ...this.#kept.map((i) => this.csvHeader[i])]]))
+  }
+
+  async write (rejected: RejectedRow[]): Promise<void> {
+    await this.file.write(this.format === 'csv' ? stringify(rejected.map((row) => this.#csvRecord(row))) : rejected.map(jsonLine).join(''))
+  }
+
+  #csvRecord ({ position, reason, source }: RejectedRow): unknown[] {
     const fields = fieldsOf(source)
     // Fields past the header's stay, so a row that had too many still has them until it is fixed.
-    return [position.line, reason, ...kept.map((i) => fields[i] ?? ''), ...fields.slice(header.length)]
-  })
-  return stringify([[...REPORT_COLUMNS, ...kept.map((i) => header[i])], ...records])
+    return [position.line, reason, ...this.#kept.map((i) => fields[i] ?? ''), ...fields.slice(this.csvHeader.length)]
+  }
 }
 
 /**

@@ -1,9 +1,11 @@
 import { isUtf8 } from 'node:buffer'
-import { type CsvError, parse as parseCsv } from 'csv-parse/sync'
+import type { FileHandle } from 'node:fs/promises'
+import { finished } from 'node:stream/promises'
+import { type CsvError, parse as parseCsv } from 'csv-parse'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
-import { JsonSyntaxError, TextPositions, TokenType, readJsonTokens } from '../validation/json-tokens.js'
+import { JsonSyntaxError, JsonTokenReader, TextPositions, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
 
@@ -33,12 +35,12 @@ export interface RejectedRow {
   source: string
 }
 
-/** The rows read from a file, the rows it could not read, and the file's CSV header (if CSV). */
-export interface ImportFile {
-  format: ImportFormat
-  rows: ImportRow[]
-  rejected: RejectedRow[]
-  csvHeader?: string[]
+/** A row of the file, read or refused (a `reason`) as it could not be read. */
+export type ImportItem = ImportRow | RejectedRow
+
+/** Whether an item is a row refused as it was read. */
+export function isRejected (item: ImportItem): item is RejectedRow {
+  return 'reason' in item
 }
 
 /** The file as a whole cannot be imported: not JSON, not an array, an unusable CSV header. */
@@ -62,20 +64,80 @@ export function describePosition ({ line, index, column }: RowPosition): string 
   return index === undefined ? `line ${line}` : `element [${index}] at line ${line}, column ${column ?? 1}`
 }
 
-/** Orders rows as the file does. */
-export function inFileOrder (a: { position: RowPosition }, b: { position: RowPosition }): number {
-  return a.position.line - b.position.line || (a.position.column ?? 0) - (b.position.column ?? 0)
+/** Bytes read from the file at a time. */
+const CHUNK_BYTES = 64 * 1024
+
+/**
+ * The file's items in its order, a chunk's worth at a time (about 64 KiB of the file): memory stays
+ * flat however large the file. `onCsvHeader` is given a CSV file's header once read. Throws
+ * ImportFileError for a file that cannot be imported at all, when the fault is read: a first reading
+ * through the file finds any before a second imports it.
+ */
+export async function* readImportItems (file: FileHandle, format: ImportFormat, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
+  const positions = new TextPositions()
+  const chunks = utf8Chunks(file, positions)
+  yield* (format === 'json' ? readJsonItems(chunks, positions) : readCsvItems(chunks, onCsvHeader))
 }
 
-/** Reads the rows of a JSON array or a CSV file with a header; rows that cannot be read are rejected here. */
-export function readImportFile (bytes: Buffer, format: ImportFormat): ImportFile {
-  // Decoded as it is, what is not UTF-8 (a Latin-1 export's accents) would be stored as U+FFFD, as if imported.
-  if (!isUtf8(bytes)) {
-    const offset = firstNotUtf8(bytes)
-    const { line, column } = new TextPositions(bytes).at(offset)
-    throw new ImportFileError(`the file is not UTF-8: the bytes at line ${line}, column ${column} (byte ${offset}) are not; save it as UTF-8`)
+/** How many rows a file has, readable or not, and a CSV file's header; throws ImportFileError as readImportItems does. */
+export async function surveyImportFile (file: FileHandle, format: ImportFormat): Promise<{ rows: number, csvHeader?: string[] }> {
+  let csvHeader: string[] | undefined
+  let rows = 0
+  for await (const items of readImportItems(file, format, (header) => { csvHeader = header })) rows += items.length
+  return { rows, csvHeader }
+}
+
+async function* fileChunks (file: FileHandle): AsyncGenerator<Buffer> {
+  for (let position = 0; ;) {
+    const { bytesRead, buffer } = await file.read(Buffer.allocUnsafe(CHUNK_BYTES), 0, CHUNK_BYTES, position)
+    if (bytesRead === 0) return
+    position += bytesRead
+    yield buffer.subarray(0, bytesRead)
   }
-  return format === 'json' ? { format, ...readJsonRows(withoutByteOrderMark(bytes)) } : { format, ...readCsvRows(bytes.toString('utf8')) }
+}
+
+const UTF8_BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf])
+
+/**
+ * The file's text in chunks cut between characters, each checked to be UTF-8 and handed to
+ * `positions`, without the byte order mark some editors write first (RFC 8259 lets a parser ignore
+ * it; columns do not count it). Decoded as it is, what is not UTF-8 (a Latin-1 export's accents) would
+ * be stored as U+FFFD, as if imported.
+ */
+async function* utf8Chunks (file: FileHandle, positions: TextPositions): AsyncGenerator<Buffer> {
+  let carried: Buffer = Buffer.alloc(0) // a character cut at the end of the last read
+  let textOffset = 0 // where the next chunk starts in the text, without the byte order mark
+  let byteOrderMark = -1 // its length, once the file's first bytes are read
+  for await (const read of fileChunks(file)) {
+    let bytes = carried.length === 0 ? read : Buffer.concat([carried, read])
+    if (byteOrderMark === -1) {
+      byteOrderMark = bytes.subarray(0, 3).equals(UTF8_BYTE_ORDER_MARK) ? 3 : 0
+      bytes = bytes.subarray(byteOrderMark)
+    }
+    const chunk = bytes.subarray(0, wholeCharactersIn(bytes))
+    carried = bytes.subarray(chunk.length)
+    positions.push(chunk)
+    if (!isUtf8(chunk)) throw notUtf8(textOffset + firstNotUtf8(chunk), byteOrderMark, positions)
+    textOffset += chunk.length
+    yield chunk
+  }
+  if (carried.length > 0) throw notUtf8(textOffset, byteOrderMark, positions)
+}
+
+function notUtf8 (textOffset: number, byteOrderMark: number, positions: TextPositions): ImportFileError {
+  const { line, column } = positions.at(textOffset)
+  return new ImportFileError(`the file is not UTF-8: the bytes at line ${line}, column ${column} (byte ${byteOrderMark + textOffset}) are not; save it as UTF-8`)
+}
+
+/** The length of `bytes` without a UTF-8 character cut short at its end (at most three bytes). */
+function wholeCharactersIn (bytes: Buffer): number {
+  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
+    const byte = bytes[bytes.length - back]!
+    if ((byte & 0xc0) === 0x80) continue // a continuation byte: its character starts further back
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
+    return length > back ? bytes.length - back : bytes.length
+  }
+  return bytes.length
 }
 
 /**
@@ -105,100 +167,128 @@ function firstNotUtf8 (bytes: Buffer): number {
   return start
 }
 
-const UTF8_BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf])
-
-/** JSON text without the byte order mark some editors write first (RFC 8259 lets a parser ignore it); CSV's parser drops its own. */
-function withoutByteOrderMark (bytes: Buffer): Buffer {
-  return bytes.subarray(0, 3).equals(UTF8_BYTE_ORDER_MARK) ? bytes.subarray(3) : bytes
-}
-
 /**
  * The elements of the file's one array, found by a streaming parser that gives each its byte offset.
  * Each element is then parsed on its own by the API's parser (exact int64, prototype keys refused),
- * so that an element it refuses is one rejected row, not a file that cannot be read.
+ * so that an element it refuses is one rejected row, not a file that cannot be read. Of the text read,
+ * only what follows the last of the array's own commas is kept: the element under way.
  */
-function readJsonRows (bytes: Buffer): { rows: ImportRow[], rejected: RejectedRow[] } {
-  const elements: Array<{ start: number, end: number }> = []
+async function* readJsonItems (chunks: AsyncIterable<Buffer>, positions: TextPositions): AsyncGenerator<ImportItem[]> {
+  let items: ImportItem[] = []
   let depth = 0
-  try {
-    readJsonTokens(bytes, (token, offset) => {
-      if (depth === 0 && token !== TokenType.LEFT_BRACKET) throw new ImportFileError('a JSON import file must hold one array of pets')
-      if (depth === 1) {
-        const open = elements.at(-1)
-        if (token === TokenType.COMMA || token === TokenType.RIGHT_BRACKET) {
-          if (open !== undefined && open.end === -1) open.end = offset
-        } else if (open === undefined || open.end !== -1) {
-          elements.push({ start: offset, end: -1 })
-        }
-      }
-      if (token === TokenType.LEFT_BRACKET || token === TokenType.LEFT_BRACE) depth++
-      else if (token === TokenType.RIGHT_BRACKET || token === TokenType.RIGHT_BRACE) depth--
-    })
-  } catch (error) {
-    if (error instanceof JsonSyntaxError) throw new ImportFileError(`the file is not valid JSON: ${error.message}`)
-    throw error
+  let index = 0
+  // The text read and kept, from `textStart` on; what follows the array's last `[` or `,` is kept.
+  let text: Buffer = Buffer.alloc(0)
+  let textStart = 0
+  let keptStart = 0
+  let keptPosition: TextPosition = { line: 1, column: 1 }
+  let element: { start: number, position: RowPosition } | undefined
+  const afterSeparator = (offset: number) => {
+    keptStart = offset + 1
+    keptPosition = positions.at(keptStart)
   }
-  const positions = new TextPositions(bytes)
-  const rows: ImportRow[] = []
-  const rejected: RejectedRow[] = []
-  elements.forEach(({ start, end }, index) => {
-    const source = bytes.toString('utf8', start, end).trimEnd()
-    const position = { index, ...positions.at(start) }
-    try {
-      rows.push({ position, value: parseJsonBody(source), source })
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error
-      rejected.push({ position, reason: error.message, source })
+  const reader = new JsonTokenReader((token, offset) => {
+    if (depth === 0 && token !== TokenType.LEFT_BRACKET) throw new ImportFileError('a JSON import file must hold one array of pets')
+    if (depth === 0) afterSeparator(offset)
+    if (depth === 1) {
+      if (token === TokenType.COMMA || token === TokenType.RIGHT_BRACKET) {
+        if (element !== undefined) items.push(jsonItem(text.toString('utf8', element.start - textStart, offset - textStart).trimEnd(), element.position))
+        element = undefined
+        afterSeparator(offset)
+      } else if (element === undefined) {
+        element = { start: offset, position: { index: index++, ...positionAfter(keptPosition, text, keptStart - textStart, offset - textStart) } }
+      }
     }
-  })
-  return { rows, rejected }
+    if (token === TokenType.LEFT_BRACKET || token === TokenType.LEFT_BRACE) depth++
+    else if (token === TokenType.RIGHT_BRACKET || token === TokenType.RIGHT_BRACE) depth--
+  }, positions)
+  const read = (step: () => void) => {
+    try {
+      step()
+    } catch (error) {
+      if (error instanceof JsonSyntaxError) throw new ImportFileError(`the file is not valid JSON: ${error.message}`)
+      throw error
+    }
+  }
+  for await (const chunk of chunks) {
+    text = text.length === 0 ? chunk : Buffer.concat([text, chunk])
+    read(() => { reader.write(chunk) })
+    text = text.subarray(keptStart - textStart)
+    textStart = keptStart
+    if (items.length > 0) yield items
+    items = []
+  }
+  read(() => { reader.end() })
+  if (items.length > 0) yield items
 }
 
-function readCsvRows (text: string): { rows: ImportRow[], rejected: RejectedRow[], csvHeader: string[] } {
-  const rejected: RejectedRow[] = []
-  let csvHeader: string[] = []
-  let rows: ImportRow[]
+function jsonItem (source: string, position: RowPosition): ImportItem {
   try {
-    rows = parseCsv(text, {
-      bom: true,
-      columns: (header: string[]) => {
-        const unknown = header.filter((column) => !CSV_COLUMNS.includes(column) && !REPORT_COLUMNS.includes(column))
-        if (unknown.length > 0 || !header.includes('name') || !header.includes('categoryId')) {
-          throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${printable(header.join(','))})`)
-        }
-        const repeated = header.find((column, index) => header.indexOf(column) !== index)
-        if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${printable(header.join(','))})`)
-        csvHeader = header
-        return header
-      },
-      info: true,
-      raw: true,
-      relax_column_count_less: true,
-      // A quote inside a field (`a"b`, `"a"x`) is kept as text, as spreadsheets read it: refused, the
-      // row's text was cut at the quote, and the rows after `"a"x` were taken into one unclosed field.
-      relax_quotes: true,
-      skip_empty_lines: true,
-      skip_records_with_error: true,
-      on_skip: (error) => {
-        if (error === undefined) return
-        const { lines, raw } = error as CsvError & { lines: number, raw: string }
-        rejected.push({ position: { line: startLine(lines, raw) }, reason: csvErrorReason(error, csvHeader.length), source: raw.trimEnd() })
-      },
-      // Each record made a row as it is read: kept as csv-parse gives them (with an info object of a
-      // dozen fields each) until all were read, 500,000 rows took 920 bytes each, against 670 now.
-      on_record: ({ record, info, raw }: { record: Record<string, string>, info: { lines: number }, raw: string }): ImportRow => ({
-        position: { line: startLine(info.lines, raw) },
-        value: csvRecordToBody(record),
-        source: raw.trimEnd()
-      })
-    })
+    return { position, value: parseJsonBody(source), source }
   } catch (error) {
-    if (error instanceof ImportFileError) throw error
-    throw new ImportFileError(`the file is not readable CSV: ${error instanceof Error ? error.message : String(error)}`)
+    if (!(error instanceof ApiError)) throw error
+    return { position, reason: error.message, source }
   }
+}
+
+/**
+ * The records of a CSV file with a header, read by csv-parse's streaming parser, a chunk at a time;
+ * a record it cannot read is a rejected row, in its place among the others.
+ */
+async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
+  let items: ImportItem[] = []
+  let csvHeader: string[] = []
+  const parser = parseCsv({
+    bom: true,
+    columns: (header: string[]) => {
+      const unknown = header.filter((column) => !CSV_COLUMNS.includes(column) && !REPORT_COLUMNS.includes(column))
+      if (unknown.length > 0 || !header.includes('name') || !header.includes('categoryId')) {
+        throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${printable(header.join(','))})`)
+      }
+      const repeated = header.find((column, index) => header.indexOf(column) !== index)
+      if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${printable(header.join(','))})`)
+      csvHeader = header
+      onCsvHeader?.(header)
+      return header
+    },
+    info: true,
+    raw: true,
+    relax_column_count_less: true,
+    // A quote inside a field (`a"b`, `"a"x`) is kept as text, as spreadsheets read it: refused, the
+    // row's text was cut at the quote, and the rows after `"a"x` were taken into one unclosed field.
+    relax_quotes: true,
+    skip_empty_lines: true,
+    skip_records_with_error: true,
+    on_skip: (error) => {
+      if (error === undefined) return
+      const { lines, raw } = error as CsvError & { lines: number, raw: string }
+      items.push({ position: { line: startLine(lines, raw) }, reason: csvErrorReason(error, csvHeader.length), source: raw.trimEnd() })
+    },
+    // Each record is taken here, in its place among the skipped ones, and not passed on.
+    on_record: ({ record, info, raw }: { record: Record<string, string>, info: { lines: number }, raw: string }) => {
+      items.push({ position: { line: startLine(info.lines, raw) }, value: csvRecordToBody(record), source: raw.trimEnd() })
+      return undefined
+    }
+  })
+  const read = async (step: (done: (error?: Error | null) => void) => void) => {
+    try {
+      await new Promise<void>((resolve, reject) => { step((error) => { if (error) reject(error); else resolve() }) })
+    } catch (error) {
+      if (error instanceof ImportFileError) throw error
+      throw new ImportFileError(`the file is not readable CSV: ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
+  // Its errors come to the steps' callbacks.
+  parser.on('error', () => {})
+  for await (const chunk of chunks) {
+    await read((done) => parser.write(chunk, done))
+    if (items.length > 0) yield items
+    items = []
+  }
+  await read((done) => { parser.end(); finished(parser, { readable: false }).then(() => { done() }, done) })
   // An empty file would import nothing and succeed, as if it were the file meant.
   if (csvHeader.length === 0) throw new ImportFileError('the file has no CSV header: its first line must name the columns name, categoryId and optionally status')
-  return { rows, rejected, csvHeader }
+  if (items.length > 0) yield items
 }
 
 /** The line a record starts on, from the line it ends on: a quoted field may span lines. */

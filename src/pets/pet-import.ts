@@ -3,16 +3,20 @@ import { apiValidatorCompiler } from '../api-validator.js'
 import type { PetStore } from '../store/pet-store.js'
 import { isPostgresConnectionLost } from '../store/store-errors.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
-import type { ImportRow, RejectedRow, RowPosition } from './pet-import-file.js'
+import { isRejected, type ImportItem, type RejectedRow, type RowPosition } from './pet-import-file.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
 
 export interface ImportOptions {
-  /** Rows per transaction: at most 5,000. */
+  /** Readable rows per transaction: at most 5,000. */
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
-  /** Called after each batch with the number of rows handled so far, and of pets stored (or, in a dry run, valid). */
+  /** Called before each batch is stored, with its first row. */
+  onBatch?: (first: RowPosition) => void
+  /** Called after each batch with the number of rows gone through so far (unreadable ones too), and of pets stored (or, in a dry run, valid). */
   onProgress?: (rowsDone: number, stored: number) => void
+  /** Given each batch's rejected rows, in the file's order; awaited before the next batch. */
+  onRejected?: (rows: RejectedRow[]) => void | Promise<void>
   /** Once aborted, no batch after the one under way is stored. */
   signal?: AbortSignal
 }
@@ -20,7 +24,8 @@ export interface ImportOptions {
 export interface ImportReport {
   /** How many rows were stored (or, in a dry run, would be). */
   stored: number
-  rejected: RejectedRow[]
+  /** How many rows were rejected, unreadable or invalid. */
+  rejected: number
   /** The batch the store refused, when one was: nothing of it was stored (unless `mayBeStored`), and no later batch was tried. */
   failedBatch?: {
     first: RowPosition
@@ -37,37 +42,59 @@ export interface ImportReport {
 
 /**
  * Validates each row exactly as createPet validates a body (the same compiled schema, formats and
- * exact int64), then stores the valid ones in batches, one transaction each.
+ * exact int64), then stores the valid ones in batches, one transaction each. Rows are taken as they
+ * are read: only a batch is held at a time.
  */
-export async function importPets (pets: PetStore, rows: ImportRow[], { batchSize, dryRun, onProgress, signal }: ImportOptions): Promise<ImportReport> {
+export async function importPets (pets: PetStore, items: AsyncIterable<ImportItem[]>, { batchSize, dryRun, onBatch, onProgress, onRejected, signal }: ImportOptions): Promise<ImportReport> {
   const validate = apiValidatorCompiler({ schema: NewPet, method: 'POST', url: '/v1/pets', httpPart: 'body' })
-  const report: ImportReport = { stored: 0, rejected: [], notTried: { count: 0 }, stopped: false }
+  const report: ImportReport = { stored: 0, rejected: 0, notTried: { count: 0 }, stopped: false }
+  let rowsDone = 0
 
-  for (let start = 0; start < rows.length; start += batchSize) {
-    const batch: NewPet[] = []
-    for (const { position, value, source } of rows.slice(start, start + batchSize)) {
-      if (validate(value) === true) batch.push(value as NewPet)
-      else report.rejected.push({ position, reason: formatValidationErrors(validate.errors ?? [], 'row').message, source })
+  const importBatch = async (batch: ImportItem[]) => {
+    const rows = batch.filter((item) => !isRejected(item))
+    const valid: NewPet[] = []
+    const rejected: RejectedRow[] = []
+    for (const item of batch) {
+      if (isRejected(item)) rejected.push(item)
+      else if (validate(item.value) === true) valid.push(item.value as NewPet)
+      else rejected.push({ position: item.position, reason: formatValidationErrors(validate.errors ?? [], 'row').message, source: item.source })
     }
+    report.rejected += rejected.length
+    if (rejected.length > 0) await onRejected?.(rejected)
     if (signal?.aborted === true && report.failedBatch === undefined) report.stopped = true
     if (report.failedBatch !== undefined || report.stopped) {
-      report.notTried.count += batch.length
-      report.notTried.first ??= rows[start]!.position
-      continue
-    }
-    try {
-      if (!dryRun && batch.length > 0) {
-        await pets.insertMany(batch.map((pet) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
+      report.notTried.count += valid.length
+      report.notTried.first ??= rows[0]?.position
+    } else if (rows.length > 0) {
+      onBatch?.(rows[0]!.position)
+      try {
+        if (!dryRun && valid.length > 0) {
+          await pets.insertMany(valid.map((pet) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
+        }
+        report.stored += valid.length
+      } catch (error) {
+        report.failedBatch = { first: rows[0]!.position, last: rows.at(-1)!.position, reason: error instanceof Error ? error.message : String(error), mayBeStored: isPostgresConnectionLost(error) }
       }
-      report.stored += batch.length
-    } catch (error) {
-      const last = rows[Math.min(start + batchSize, rows.length) - 1]!
-      report.failedBatch = { first: rows[start]!.position, last: last.position, reason: error instanceof Error ? error.message : String(error), mayBeStored: isPostgresConnectionLost(error) }
     }
-    onProgress?.(Math.min(start + batchSize, rows.length), report.stored)
+    rowsDone += batch.length
+    onProgress?.(rowsDone, report.stored)
     // A batch stored on this thread (SQLite) leaves the event loop no turn to hear a signal by.
     if (signal !== undefined) await nextTurn()
   }
+
+  // A batch holds `batchSize` readable rows, and the unreadable ones among them.
+  let batch: ImportItem[] = []
+  let readable = 0
+  for await (const chunk of items) {
+    for (const item of chunk) {
+      batch.push(item)
+      if (isRejected(item) || ++readable < batchSize) continue
+      await importBatch(batch)
+      batch = []
+      readable = 0
+    }
+  }
+  if (batch.length > 0) await importBatch(batch)
   // Only a hint to the planner, which autovacuum gives within a minute anyway: its failure (a store
   // that stopped answering after the last batch) must not report stored pets as failed.
   if (!dryRun && report.stored > 0) await pets.refreshStatistics().catch(() => {})

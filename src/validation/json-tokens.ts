@@ -9,34 +9,56 @@ export interface TextPosition {
 }
 
 /**
- * Finds the line and column of byte offsets in a UTF-8 text. Offsets asked in increasing order cost
- * only the bytes between them: a whole array on one line of megabytes has an element every few bytes.
+ * Finds the line and column of byte offsets in a UTF-8 text handed in chunks, each cut between two
+ * characters. Offsets are asked in increasing order, each in the latest chunk or at its end: each byte
+ * is gone through once, and only the latest chunk is kept, so a text of any size costs no more memory.
  */
 export class TextPositions {
-  private readonly lineStarts = [0]
-  private last = { offset: 0, line: 1, column: 1 }
+  #chunk: Buffer = Buffer.alloc(0)
+  #chunkStart = 0
+  /** Where #position is: every byte before it is counted. */
+  #offset = 0
+  #position: TextPosition = { line: 1, column: 1 }
 
-  constructor (private readonly bytes: Buffer) {
-    for (let i = bytes.indexOf(0x0a); i !== -1; i = bytes.indexOf(0x0a, i + 1)) this.lineStarts.push(i + 1)
+  /** Hands on the text's next bytes, which follow the last chunk's. */
+  push (chunk: Buffer): void {
+    this.at(this.#chunkStart + this.#chunk.length)
+    this.#chunkStart += this.#chunk.length
+    this.#chunk = chunk
   }
 
+  /** The position of byte `offset`, in the latest chunk or at its end, and not before the last asked. */
   at (offset: number): TextPosition {
-    const line = this.lineOf(offset)
-    const from = line === this.last.line && offset >= this.last.offset ? this.last : { offset: this.lineStarts[line - 1]!, line, column: 1 }
-    this.last = { offset, line, column: from.column + this.bytes.toString('utf8', from.offset, offset).length }
-    return { line, column: this.last.column }
+    this.#position = positionAfter(this.#position, this.#chunk, this.#offset - this.#chunkStart, offset - this.#chunkStart)
+    this.#offset = offset
+    return this.#position
   }
+}
 
-  private lineOf (offset: number): number {
-    let low = 0
-    let high = this.lineStarts.length - 1
-    while (low < high) {
-      const middle = (low + high + 1) >> 1
-      if (this.lineStarts[middle]! <= offset) low = middle
-      else high = middle - 1
-    }
-    return low + 1
+/** The position of `bytes[to]`, given that of `bytes[from]`. */
+export function positionAfter ({ line, column }: TextPosition, bytes: Buffer, from: number, to: number): TextPosition {
+  // Searched within the range: a whole array on one line of megabytes has an element every few bytes.
+  const range = bytes.subarray(from, to)
+  let lineStart = from
+  for (let i = range.indexOf(0x0a); i !== -1; i = range.indexOf(0x0a, i + 1)) {
+    line++
+    column = 1
+    lineStart = from + i + 1
   }
+  return { line, column: column + charactersIn(bytes, lineStart, to) }
+}
+
+/**
+ * How many characters (UTF-16 code units, as a JavaScript string counts them) the UTF-8 bytes from
+ * `from` to `to` hold: one a byte that starts a character, two one that starts a 4-byte one.
+ */
+function charactersIn (bytes: Buffer, from: number, to: number): number {
+  let count = 0
+  for (let i = from; i < to; i++) {
+    const byte = bytes[i]!
+    if ((byte & 0xc0) !== 0x80) count += byte >= 0xf0 ? 2 : 1
+  }
+  return count
 }
 
 /** JSON text that is not valid, with where and why, in words a person can act on. */
@@ -58,36 +80,65 @@ const EXPECTED: Record<string, string> = {
 }
 
 /**
- * Reads JSON text with a streaming parser, handing each token and its byte offset to `onToken`; throws
- * JsonSyntaxError at the first fault, naming its line and column (JSON.parse names at most an offset).
+ * Reads JSON text in chunks with a streaming parser, handing each token and its byte offset to
+ * `onToken`; throws JsonSyntaxError at the first fault, naming its line and column (JSON.parse names
+ * at most an offset). Chunks are cut between characters, and `positions` is handed each of them
+ * before it is written here.
  */
-export function readJsonTokens (bytes: Buffer, onToken: (token: TokenType, offset: number) => void): void {
-  const tokenizer = new Tokenizer()
+export class JsonTokenReader {
+  readonly #tokenizer = new Tokenizer()
   // Only checks the grammar: values are dropped as they end, so memory stays flat.
-  const parser = new TokenParser({ paths: ['$.*'], keepStack: false })
-  parser.onValue = () => {}
-  let offset = 0
-  tokenizer.onToken = (info) => {
-    offset = info.offset
-    onToken(info.token, info.offset)
-    parser.write(info)
+  readonly #parser = new TokenParser({ paths: ['$.*'], keepStack: false })
+  #chunk: Buffer = Buffer.alloc(0)
+  #chunkStart = 0
+  #offset = 0
+
+  constructor (onToken: (token: TokenType, offset: number) => void, private readonly positions: TextPositions) {
+    this.#parser.onValue = () => {}
+    // The parser first: a token out of place is a fault before `onToken` is given it.
+    this.#tokenizer.onToken = (info) => {
+      this.#offset = info.offset
+      this.#parser.write(info)
+      onToken(info.token, info.offset)
+    }
   }
-  try {
-    tokenizer.write(bytes)
-    tokenizer.end()
-  } catch (error) {
-    if (!(error instanceof Error) || !/^(Unexpected|Tokenizer ended)/.test(error.message)) throw error
-    // The tokenizer names the byte it stopped at; the parser stops at the token it was given.
-    const at = Number(/absolute position "(\d+)"/.exec(error.message)?.[1] ?? offset)
-    if (at >= bytes.length || error.message.startsWith('Tokenizer ended')) throw incomplete(bytes)
-    const expected = EXPECTED[/in state (\w+)/.exec(error.message)?.[1] ?? '']
-    const found = String.fromCodePoint(bytes.toString('utf8', at, at + 4).codePointAt(0)!)
-    throw new JsonSyntaxError(`unexpected ${JSON.stringify(found)}${expected === undefined ? '' : ` where ${expected} was expected`}`, new TextPositions(bytes).at(at))
+
+  write (chunk: Buffer): void {
+    this.#chunkStart += this.#chunk.length
+    this.#chunk = chunk
+    this.#read(() => { this.#tokenizer.write(chunk) })
   }
-  if (!parser.isEnded) throw incomplete(bytes)
+
+  end (): void {
+    this.#read(() => { this.#tokenizer.end() })
+    if (!this.#parser.isEnded) throw this.#incomplete()
+  }
+
+  #read (step: () => void): void {
+    try {
+      step()
+    } catch (error) {
+      if (!(error instanceof Error) || !/^(Unexpected|Tokenizer ended)/.test(error.message)) throw error
+      // The tokenizer names the byte it stopped at; the parser stops at the token it was given.
+      const at = Number(/absolute position "(\d+)"/.exec(error.message)?.[1] ?? this.#offset)
+      const end = this.#chunkStart + this.#chunk.length
+      if (at >= end || error.message.startsWith('Tokenizer ended')) throw this.#incomplete()
+      const expected = EXPECTED[/in state (\w+)/.exec(error.message)?.[1] ?? '']
+      const found = String.fromCodePoint(this.#chunk.toString('utf8', at - this.#chunkStart, at - this.#chunkStart + 4).codePointAt(0)!)
+      throw new JsonSyntaxError(`unexpected ${JSON.stringify(found)}${expected === undefined ? '' : ` where ${expected} was expected`}`, this.positions.at(at))
+    }
+  }
+
+  #incomplete (): JsonSyntaxError {
+    return new JsonSyntaxError('the text ends before the JSON value is complete', this.positions.at(this.#chunkStart + this.#chunk.length))
+  }
 }
 
-// Positions are found only for a fault: valid text is not read a second time for its line starts.
-function incomplete (bytes: Buffer): JsonSyntaxError {
-  return new JsonSyntaxError('the text ends before the JSON value is complete', new TextPositions(bytes).at(bytes.length))
+/** Reads a whole JSON text with JsonTokenReader. */
+export function readJsonTokens (bytes: Buffer, onToken: (token: TokenType, offset: number) => void): void {
+  const positions = new TextPositions()
+  positions.push(bytes)
+  const reader = new JsonTokenReader(onToken, positions)
+  reader.write(bytes)
+  reader.end()
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
@@ -363,4 +364,90 @@ test('progress: plain lines when not on a terminal, a bar on one', async (t) => 
   const command = [process.execPath, ...CLI, 'pets', 'import', csv, '--batch-size', '100'].map((arg) => `'${arg}'`).join(' ')
   const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env, TERM: 'xterm' } })
   assert.match(stdout, /Processed \[\u2588+\] 100% \| 300\/300 rows/)
+})
+
+test('a file is read in chunks: elements, characters and quoted fields cut across them are read whole, at their exact places', async (t) => {
+  const { store } = await createTestStore(t)
+  const dir = tempDir(t)
+  t.mock.method(console, 'log', () => {})
+  // Some 300 KiB: elements of two- and four-byte characters cut across every 64 KiB read; every
+  // seventh element refused; a string element and a long name each spanning a cut.
+  const elements = Array.from({ length: 3000 }, (_, i) => i % 7 === 3 ?
+    `{"name": "Chat é ${i}", "categoryId": 0}` :
+    `{"name": "Chat é 🐈 ${i}", "categoryId": ${1 + (i % 5)}}`)
+  elements[1500] = JSON.stringify('x'.repeat(70_000))
+  elements[1501] = JSON.stringify({ name: 'é'.repeat(40_000), categoryId: 1 })
+  const text = `[\n${elements.map((element, i) => i % 3 === 0 ? `  ${element},\n` : `${element}, `).join('')}\t{"name": "Last", "categoryId": 1}\n]\n`
+  const json = join(dir, 'pets.json')
+  writeFileSync(json, text)
+  const errors = join(dir, 'rejected.jsonl')
+  assert.equal(await runPetsImport(async (work) => await work(store), json, { batchSize: 500, dryRun: false, errors }), false)
+
+  const lines = text.split('\n')
+  const reported = readFileSync(errors, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as { index: number, line: number, column: number })
+  const refused = elements.flatMap((_, i) => i % 7 === 3 || i === 1500 || i === 1501 ? [i] : [])
+  assert.deepEqual(reported.map(({ index }) => index), refused)
+  for (const { index, line, column } of reported) {
+    assert.ok(lines[line - 1]!.slice(column - 1).startsWith(elements[index]!), `element ${index} is at line ${line}, column ${column}`)
+  }
+  const expected = [...elements.flatMap((element, i) => refused.includes(i) ? [] : [(JSON.parse(element) as { name: string }).name]), 'Last']
+  assert.deepEqual((await storedPets(store.db)).map(([name]) => name), expected)
+
+  // A CSV file of CRLF lines whose quoted field of two lines, and a four-byte character, are cut by a read.
+  const rows = Array.from({ length: 4000 }, (_, i) => i === 2000 ? `"Two\r\nlines 🐈 ${i}",1` : `Pet 🐈 ${i},${1 + (i % 5)}`)
+  const csv = join(dir, 'pets.csv')
+  writeFileSync(csv, `name,categoryId\r\n${rows.join('\r\n')}\r\n`)
+  assert.equal(await runPetsImport(async (work) => await work(store), csv, { batchSize: 500, dryRun: false }), true)
+  const names = (await storedPets(store.db)).map(([name]) => name).slice(expected.length)
+  assert.equal(names.length, rows.length)
+  assert.equal(names[2000], 'Two\r\nlines 🐈 2000')
+  assert.equal(names[3999], 'Pet 🐈 3999')
+})
+
+test('a fault found past the first read (a byte not UTF-8, a JSON text cut short) refuses the file before anything is stored', async (t) => {
+  const dir = tempDir(t)
+  const { db, databaseUrl } = await createTestStore(t)
+  const env = { DATABASE_URL: databaseUrl }
+  const rows = Array.from({ length: 9000 }, (_, i) => `{"name":"Pet é ${i}","categoryId":1}`)
+  const cases: Array<[string, Buffer, RegExp]> = [
+    ['cut.json', Buffer.from(`[\n${rows.join(',\n')},\n{"name":"Pet é`), /is not valid JSON: the text ends before the JSON value is complete at line 9002, column 15$/m],
+    ['latin1.json', Buffer.concat([Buffer.from(`[\n${rows.join(',\n')},\n{"name":"Caf`), Buffer.from([0xe9]), Buffer.from('","categoryId":1}]')]),
+      new RegExp(`is not UTF-8: the bytes at line 9002, column 13 \\(byte ${Buffer.byteLength(`[\n${rows.join(',\n')},\n{"name":"Caf`)}\\) are not; save it as UTF-8$`, 'm')],
+    ['latin1.csv', Buffer.concat([Buffer.from(`name,categoryId\n${rows.map((_, i) => `Pet é ${i},1`).join('\n')}\nCaf`), Buffer.from([0xe9]), Buffer.from(',1\n')]),
+      /is not UTF-8: the bytes at line 9002, column 4 \(byte \d+\) are not; save it as UTF-8$/m]
+  ]
+  for (const [name, bytes, message] of cases) {
+    assert.ok(bytes.length > 64 * 1024, 'past the first read')
+    writeFileSync(join(dir, name), bytes)
+    const result = await runCli(['pets', 'import', join(dir, name)], env)
+    assert.equal(result.code, 2, name)
+    assert.match(result.stderr, message)
+    assert.doesNotMatch(result.stdout, /Importing/)
+  }
+  assert.deepEqual(await storedPets(db), [])
+})
+
+test('an import holds a batch at a time, not the file: 100,000 rows go through a heap of 32 MB, which they once took thrice over', async (t) => {
+  const dir = tempDir(t)
+  const { databaseUrl } = await createTestStore(t)
+  const file = join(dir, 'pets.csv')
+  writeFileSync(file, `name,categoryId,status\n${Array.from({ length: 100_000 }, (_, i) => `Pet number ${i},${1 + (i % 50)},available`).join('\n')}\n`)
+  const result = await runCli(['pets', 'import', file, '--dry-run'], { DATABASE_URL: databaseUrl, NODE_OPTIONS: '--max-old-space-size=32' })
+  assert.equal(result.code, 0, result.stderr.slice(-2000))
+  assert.match(result.stdout, /^Valid, not stored \(dry run\): 100000 pets\.$/m)
+})
+
+test('a file that is a pipe (mkfifo, /dev/stdin) is imported, through a temporary copy removed after', async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const dir = tempDir(t)
+  const temporary = tempDir(t)
+  const fifo = join(dir, 'pets.csv')
+  await promisify(execFile)('mkfifo', [fifo])
+  const importing = runCli(['pets', 'import', fifo], { DATABASE_URL: databaseUrl, TMPDIR: temporary })
+  await writeFile(fifo, 'name,categoryId\nRex,1\nTom,2\n')
+  const result = await importing
+  assert.equal(result.code, 0, result.stderr)
+  assert.match(result.stdout, /^Stored: 2 pets\.$/m)
+  assert.deepEqual((await storedPets(db)).map(([name]) => name), ['Rex', 'Tom'])
+  assert.deepEqual(readdirSync(temporary).filter((name) => name.startsWith('petstore-import-')), [], 'the copy is removed')
 })
