@@ -72,6 +72,8 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
         await errorsFile?.write(rejected)
       }
     }))
+    // Stopped at once, the import is left to the process's end: what it does after is not reported.
+    if (stopNow !== undefined) importing.catch(() => {})
     const report = await usable(file, stopNow === undefined ? importing : Promise.race([importing, once(stopNow, 'abort').then(() => undefined)]), () => stored)
     progress.stop()
     if (report === undefined) {

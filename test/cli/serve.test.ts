@@ -190,6 +190,14 @@ test('a SQLite store whose folder is a file names that file, from serve and the 
   }
 })
 
+test('a SQLite store whose folder cannot be made is one line, at once: /proc, where mkdir -p spun forever', { timeout: 10_000 }, async () => {
+  // Node's recursive mkdir retries for ever where the kernel answers ENOENT though the parent exists.
+  const path = '/proc/petstore/petstore.db'
+  const result = await runCli(['keys', 'list'], { DATABASE_URL: `sqlite:${path}` })
+  assert.equal(result.code, 1, result.stderr)
+  assert.match(result.stderr, /^petstore: Cannot open the SQLite store at \/proc\/petstore\/petstore\.db: ENOENT: no such file or directory, mkdir '\/proc\/petstore'\n$/)
+})
+
 test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
   const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }
   // `script` runs the service on a pseudo-terminal, as a user's shell would.

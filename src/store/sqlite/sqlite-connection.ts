@@ -142,14 +142,23 @@ function sameFile (file: FileId | undefined, opened: FileId): boolean {
   return file?.dev === opened.dev && file.ino === opened.ino
 }
 
-/** Makes the store's folder, naming the file that stands in its way, which mkdir's EEXIST and ENOTDIR do not. */
+/**
+ * Makes the store's folder and those above it that are missing, one at a time: Node's recursive mkdir
+ * retries for ever where the kernel answers ENOENT though the parent exists (under /proc). Names the
+ * file that stands in the way, which mkdir's EEXIST and ENOTDIR do not.
+ */
 function makeFolder (folder: string): void {
-  try {
-    mkdirSync(folder, { recursive: true })
-  } catch (error) {
-    const file = fileOnPath(folder)
-    if (file === undefined) throw error
-    throw new Error(`${file} is a file, not a folder`, { cause: error })
+  const file = fileOnPath(folder)
+  if (file !== undefined) throw new Error(`${file} is a file, not a folder`)
+  const missing: string[] = []
+  for (let path = folder; !existsSync(path); path = dirname(path)) missing.unshift(path)
+  for (const path of missing) {
+    try {
+      mkdirSync(path)
+    } catch (error) {
+      // Made meanwhile by another process (the workers of WEB_CONCURRENCY start together).
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(path).isDirectory()) throw error
+    }
   }
 }
 
