@@ -70,8 +70,8 @@ const CHUNK_BYTES = 64 * 1024
 /**
  * The file's items in its order, a chunk's worth at a time (about 64 KiB of the file): memory stays
  * flat however large the file. `onCsvHeader` is given a CSV file's header once read. Throws
- * ImportFileError for a file that cannot be imported at all, when the fault is read: a first reading
- * through the file finds any before a second imports it.
+ * ImportFileError for a file that cannot be imported at all when it reads the fault, which may come
+ * after items were given: surveyImportFile reads the file through before any is stored.
  */
 export async function* readImportItems (file: FileHandle, format: ImportFormat, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
   const positions = new TextPositions()
