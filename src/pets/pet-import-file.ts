@@ -251,7 +251,6 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
       onCsvHeader?.(header)
       return header
     },
-    info: true,
     raw: true,
     relax_column_count_less: true,
     // A quote inside a field (`a"b`, `"a"x`) is kept as text, as spreadsheets read it: refused, the
@@ -264,9 +263,11 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
       const { lines, raw } = error as CsvError & { lines: number, raw: string }
       items.push({ position: { line: startLine(lines, raw) }, reason: csvErrorReason(error, csvHeader.length), source: raw.trimEnd() })
     },
-    // Each record is taken here, in its place among the skipped ones, and not passed on.
-    on_record: ({ record, info, raw }: { record: Record<string, string>, info: { lines: number }, raw: string }) => {
-      items.push({ position: { line: startLine(info.lines, raw) }, value: csvRecordToBody(record), source: raw.trimEnd() })
+    // Each record is taken here, in its place among the skipped ones, and not passed on. Its line is
+    // read from the context csv-parse gives here, not from `info: true`, which makes that context
+    // (an object of a dozen fields) a second time for every record.
+    on_record: ({ record, raw }: { record: Record<string, string>, raw: string }, { lines }: { lines: number }) => {
+      items.push({ position: { line: startLine(lines, raw) }, value: csvRecordToBody(record), source: raw.trimEnd() })
       return undefined
     }
   })
