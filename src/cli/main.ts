@@ -206,7 +206,8 @@ a name,categoryId[,status] header.`)
       for (const signal of STOP_SIGNALS) process.on(signal, stopImport)
       try {
         if (!await runPetsImport(withStore, file, options, stop.signal, stopNow.signal)) process.exitCode = EXIT_FAILURE
-        if (stopNow.signal.aborted) process.exit(EXIT_FAILURE)
+        // Stopped, what the import may have left under way (the batch, a pipe's copy) ends with the process.
+        if (stop.signal.aborted) process.exit()
       } finally {
         for (const signal of STOP_SIGNALS) process.removeListener(signal, stopImport)
       }

@@ -1,12 +1,15 @@
 import { once } from 'node:events'
-import { createWriteStream } from 'node:fs'
-import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises'
+import { createWriteStream, open as openDescriptor, rmSync } from 'node:fs'
+import { mkdtemp, open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Socket } from 'node:net'
+import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { promisify } from 'node:util'
 import type { Store } from '../store/store.js'
-import { ImportFileError, describePosition, formatOfFile, readImportItems, surveyImportFile, type ImportFormat, type RejectedRow, type RowPosition } from '../pets/pet-import-file.js'
-import { importPets } from '../pets/pet-import.js'
+import { ImportFileError, describePosition, formatOfFile, readImportItems, surveyImportFile, type FileState, type ImportFormat, type RejectedRow, type RowPosition } from '../pets/pet-import-file.js'
+import { importPets, type ImportReport } from '../pets/pet-import.js'
 import { RejectedRowsFile } from './rejected-rows-file.js'
 import { createProgress } from './progress.js'
 
@@ -29,24 +32,47 @@ const SHOWN_REJECTIONS = 20
 /**
  * `petstore pets import FILE`: prints the first rejected rows with their position and reason, then a
  * summary in counts. Resolves true when every row was stored (or, with --dry-run, is valid). `signal`
- * stops it after the batch under way; `stopNow`, at once, with a line saying what was stored (the batch
- * under way, not waited for, is then the caller's to end with the process).
+ * stops it after the batch under way, or at once before the first; `stopNow`, at once, with a line
+ * saying what was stored. What is left under way (a batch, a pipe's writer awaited) is then the
+ * caller's to end with the process.
  */
 export async function runPetsImport (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
   const format = options.format ?? formatOfFile(file)
   if (format === undefined) throw new ImportUsageError(`cannot tell the format of ${file}: name it .json or .csv, or pass --format`)
-  const input = await openImportFile(file)
+  // Before the first batch, a signal stops at once: a pipe may be waiting for its writer, or being copied.
+  const input = await unlessStopped(openImportFile(file, signal), signal)
+  if (input === undefined) return stoppedBeforeImport()
   try {
     // A first reading finds what makes the file unusable (not UTF-8, not JSON, a bad header) before anything is stored.
-    const { rows: total, csvHeader } = await usable(file, surveyImportFile(input.handle, format))
-    return await importRows(withStore, file, input.handle, format, total, csvHeader, options, signal, stopNow)
+    const survey = await unlessStopped(usable(file, surveyImportFile(input.handle, format)), signal)
+    if (survey === undefined) return stoppedBeforeImport()
+    return await importRows(withStore, file, input.handle, format, survey, options, signal, stopNow)
   } finally {
     await input.close()
   }
 }
 
-async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, input: FileHandle, format: ImportFormat, total: number, csvHeader: string[] | undefined,
-  options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
+/** `work`, or undefined once `signal` is aborted, `work` then left to the process's end. */
+async function unlessStopped<T> (work: Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
+  if (signal === undefined) return await work
+  work.catch(() => {})
+  if (signal.aborted) return undefined
+  try {
+    return await Promise.race([work, once(signal, 'abort').then(() => undefined)])
+  } catch (error) {
+    // The work stopped by the signal itself (the copy of a pipe), before the race saw it.
+    if (signal.aborted) return undefined
+    throw error
+  }
+}
+
+function stoppedBeforeImport (): false {
+  console.log('Stopped (SIGTERM or Ctrl-C) before the import began: nothing stored.')
+  return false
+}
+
+async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, input: FileHandle, format: ImportFormat,
+  { rows: total, csvHeader, state }: { rows: number, csvHeader?: string[], state: FileState }, options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
   // Opened before the import, so that a path that cannot be written stops it before anything is stored.
   const errorsHandle = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file)
   try {
@@ -58,7 +84,7 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     const shown: RejectedRow[] = []
     let underWay: RowPosition | undefined
     let stored = 0
-    const importing = withStore((store) => importPets(store.pets, readImportItems(input, format), {
+    const importing = withStore((store) => importPets(store.pets, readImportItems(input, format, state), {
       ...options,
       signal,
       onBatch: (first) => { underWay = first },
@@ -74,7 +100,15 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     }))
     // Stopped at once, the import is left to the process's end: what it does after is not reported.
     if (stopNow !== undefined) importing.catch(() => {})
-    const report = await usable(file, stopNow === undefined ? importing : Promise.race([importing, once(stopNow, 'abort').then(() => undefined)]), () => stored)
+    let report: ImportReport | undefined
+    try {
+      report = stopNow === undefined ? await importing : await Promise.race([importing, once(stopNow, 'abort').then(() => undefined)])
+    } catch (error) {
+      if (!(error instanceof ImportFileError)) throw error
+      progress.stop()
+      console.log(`${file}: ${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}, the file's first valid rows`}; the rest not.`)
+      return false
+    }
     progress.stop()
     if (report === undefined) {
       const what = options.dryRun ? 'nothing stored (dry run)' : `${count(stored, 'pet')} stored${underWay === undefined ? '' : `; nothing from ${describePosition(underWay)} on`}`
@@ -112,42 +146,57 @@ interface ImportInput {
   close: () => Promise<void>
 }
 
-/** Opens the file to import; one that is not a regular file (a pipe, `/dev/stdin`) is first copied to a temporary one, as it is read twice. */
-async function openImportFile (path: string): Promise<ImportInput> {
-  let handle: FileHandle | undefined
-  let copied: string | undefined
+/**
+ * Opens the file to import; one that is not a regular file (a pipe, `/dev/stdin`) is first copied to
+ * a temporary one, as it is read twice, which `signal` stops. The copy is removed when closed, or as
+ * the process exits.
+ */
+async function openImportFile (path: string, signal?: AbortSignal): Promise<ImportInput> {
+  let source: Readable
   try {
-    handle = await open(path, 'r')
-    if ((await handle.stat()).isFile()) {
-      const regular = handle
-      return { handle: regular, close: async () => { await regular.close() } }
+    if (!(await stat(path)).isFIFO()) {
+      const handle = await open(path, 'r')
+      if ((await handle.stat()).isFile()) return { handle, close: async () => { await handle.close() } }
+      source = handle.createReadStream()
+    } else {
+      // A pipe is read as a socket is, without a thread of libuv's pool blocked in read(), which a
+      // stopped import's exit would wait for as long as the pipe's writer writes nothing.
+      source = new Socket({ fd: await promisify(openDescriptor)(path, 'r'), readable: true, writable: false })
     }
-    copied = await mkdtemp(join(tmpdir(), 'petstore-import-'))
-    const copy = join(copied, 'rows')
-    await pipeline(handle.createReadStream(), createWriteStream(copy))
-    const copyHandle = await open(copy, 'r')
-    const folder = copied
-    return { handle: copyHandle, close: async () => { await copyHandle.close(); await rm(folder, { recursive: true, force: true }) } }
   } catch (error) {
-    await handle?.close().catch(() => {})
-    if (copied !== undefined) await rm(copied, { recursive: true, force: true })
     throw new ImportUsageError(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+  }
+  let folder: string
+  try {
+    folder = await mkdtemp(join(tmpdir(), 'petstore-import-'))
+  } catch (error) {
+    source.destroy()
+    throw new ImportUsageError(`cannot copy ${path} into the temporary folder ${tmpdir()} (TMPDIR): ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+  }
+  const removeCopy = () => { rmSync(folder, { recursive: true, force: true }) }
+  process.once('exit', removeCopy)
+  const close = async () => {
+    removeCopy()
+    process.removeListener('exit', removeCopy)
+  }
+  const copy = join(folder, 'rows')
+  try {
+    await pipeline(source, createWriteStream(copy), { signal })
+    const copyHandle = await open(copy, 'r')
+    return { handle: copyHandle, close: async () => { await copyHandle.close(); await close() } }
+  } catch (error) {
+    await close()
+    const { code, path: failed } = error as NodeJS.ErrnoException
+    if (failed?.startsWith(folder) === true) throw new ImportUsageError(`cannot copy ${path} into the temporary folder ${tmpdir()} (TMPDIR): ${code ?? String(error)}`)
+    throw new ImportUsageError(`cannot read ${path}: ${code ?? String(error)}`)
   }
 }
 
-/**
- * What `reading` gives, or the one line of an ImportUsageError for a file that cannot be imported or
- * read. A fault found while importing (the file changed after its first reading) says how many pets
- * were stored before it: `storedSoFar` tells.
- */
-async function usable<T> (file: string, reading: Promise<T>, storedSoFar?: () => number): Promise<T> {
+/** What `reading` gives, or the one line of an ImportUsageError for a file that cannot be imported or read. */
+async function usable<T> (file: string, reading: Promise<T>): Promise<T> {
   try {
     return await reading
   } catch (error) {
-    if (storedSoFar !== undefined) {
-      if (error instanceof ImportFileError) throw new ImportUsageError(`${file} changed while it was imported, after ${count(storedSoFar(), 'pet')} stored: ${error.message}`)
-      throw error
-    }
     if (error instanceof ImportFileError) throw new ImportUsageError(`${file}: ${error.message}`)
     const { code } = error as NodeJS.ErrnoException
     if (code !== undefined) throw new ImportUsageError(`cannot read ${file}: ${code}`)

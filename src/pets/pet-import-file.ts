@@ -5,7 +5,7 @@ import { type CsvError, parse as parseCsv } from 'csv-parse'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
-import { JsonSyntaxError, JsonTokenReader, TextPositions, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
+import { JsonSyntaxError, JsonTokenReader, TextPositions, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
 
@@ -67,30 +67,46 @@ export function describePosition ({ line, index, column }: RowPosition): string 
 /** Bytes read from the file at a time. */
 const CHUNK_BYTES = 64 * 1024
 
+/** A file's size and time of last change, as first read: a reading that finds them changed stops. */
+export interface FileState {
+  size: number
+  mtimeMs: number
+}
+
 /**
  * The file's items in its order, a chunk's worth at a time (about 64 KiB of the file): memory stays
  * flat however large the file. `onCsvHeader` is given a CSV file's header once read. Throws
  * ImportFileError for a file that cannot be imported at all when it reads the fault, which may come
- * after items were given: surveyImportFile reads the file through before any is stored.
+ * after items were given: surveyImportFile reads the file through before any is stored. Throws it too
+ * if the file is no longer as `state` says.
  */
-export async function* readImportItems (file: FileHandle, format: ImportFormat, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
+export async function* readImportItems (file: FileHandle, format: ImportFormat, state: FileState, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
   const positions = new TextPositions()
-  const chunks = utf8Chunks(file, positions)
-  yield* (format === 'json' ? readJsonItems(chunks, positions) : readCsvItems(chunks, onCsvHeader))
+  const chunks = utf8Chunks(fileChunks(file, state), positions)
+  yield* (format === 'json' ? readJsonItems(chunks) : readCsvItems(chunks, onCsvHeader))
 }
 
-/** How many rows a file has, readable or not, and a CSV file's header; throws ImportFileError as readImportItems does. */
-export async function surveyImportFile (file: FileHandle, format: ImportFormat): Promise<{ rows: number, csvHeader?: string[] }> {
+/** How many rows a file has, readable or not, a CSV file's header, and the file's state; throws ImportFileError as readImportItems does. */
+export async function surveyImportFile (file: FileHandle, format: ImportFormat): Promise<{ rows: number, csvHeader?: string[], state: FileState }> {
+  const { size, mtimeMs } = await file.stat()
   let csvHeader: string[] | undefined
   let rows = 0
-  for await (const items of readImportItems(file, format, (header) => { csvHeader = header })) rows += items.length
-  return { rows, csvHeader }
+  for await (const items of readImportItems(file, format, { size, mtimeMs }, (header) => { csvHeader = header })) rows += items.length
+  return { rows, csvHeader, state: { size, mtimeMs } }
 }
 
-async function* fileChunks (file: FileHandle): AsyncGenerator<Buffer> {
-  for (let position = 0; ;) {
-    const { bytesRead, buffer } = await file.read(Buffer.allocUnsafe(CHUNK_BYTES), 0, CHUNK_BYTES, position)
-    if (bytesRead === 0) return
+/**
+ * The file's bytes, up to the size it had. After each read its size and time of last change are
+ * checked: a batch is stored only after the bytes it was read from were, so none is stored from a
+ * file cut short or rewritten while it was imported.
+ */
+async function* fileChunks (file: FileHandle, state: FileState): AsyncGenerator<Buffer> {
+  for (let position = 0; position < state.size;) {
+    const { bytesRead, buffer } = await file.read(Buffer.allocUnsafe(CHUNK_BYTES), 0, Math.min(CHUNK_BYTES, state.size - position), position)
+    const now = await file.stat()
+    if (bytesRead === 0 || now.size !== state.size || now.mtimeMs !== state.mtimeMs) {
+      throw new ImportFileError('the file changed while it was read (its size or time of last change): import it once nothing writes to it')
+    }
     position += bytesRead
     yield buffer.subarray(0, bytesRead)
   }
@@ -104,11 +120,11 @@ const UTF8_BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf])
  * it; columns do not count it). Decoded as it is, what is not UTF-8 (a Latin-1 export's accents) would
  * be stored as U+FFFD, as if imported.
  */
-async function* utf8Chunks (file: FileHandle, positions: TextPositions): AsyncGenerator<Buffer> {
+async function* utf8Chunks (reads: AsyncIterable<Buffer>, positions: TextPositions): AsyncGenerator<Buffer> {
   let carried: Buffer = Buffer.alloc(0) // a character cut at the end of the last read
   let textOffset = 0 // where the next chunk starts in the text, without the byte order mark
   let byteOrderMark = -1 // its length, once the file's first bytes are read
-  for await (const read of fileChunks(file)) {
+  for await (const read of reads) {
     let bytes = carried.length === 0 ? read : Buffer.concat([carried, read])
     if (byteOrderMark === -1) {
       byteOrderMark = bytes.subarray(0, 3).equals(UTF8_BYTE_ORDER_MARK) ? 3 : 0
@@ -173,35 +189,34 @@ function firstNotUtf8 (bytes: Buffer): number {
  * so that an element it refuses is one rejected row, not a file that cannot be read. Of the text read,
  * only what follows the last of the array's own commas is kept: the element under way.
  */
-async function* readJsonItems (chunks: AsyncIterable<Buffer>, positions: TextPositions): AsyncGenerator<ImportItem[]> {
+async function* readJsonItems (chunks: AsyncIterable<Buffer>): AsyncGenerator<ImportItem[]> {
   let items: ImportItem[] = []
   let depth = 0
   let index = 0
-  // The text read and kept, from `textStart` on; what follows the array's last `[` or `,` is kept.
-  let text: Buffer = Buffer.alloc(0)
-  let textStart = 0
+  const window = new TextWindow()
+  // Where the text after the array's last `[` or `,` starts, and its position.
   let keptStart = 0
   let keptPosition: TextPosition = { line: 1, column: 1 }
   let element: { start: number, position: RowPosition } | undefined
   const afterSeparator = (offset: number) => {
+    keptPosition = positionAfter(keptPosition, window.slice(keptStart, offset + 1), 0, offset + 1 - keptStart)
     keptStart = offset + 1
-    keptPosition = positions.at(keptStart)
   }
   const reader = new JsonTokenReader((token, offset) => {
     if (depth === 0 && token !== TokenType.LEFT_BRACKET) throw new ImportFileError('a JSON import file must hold one array of pets')
     if (depth === 0) afterSeparator(offset)
     if (depth === 1) {
       if (token === TokenType.COMMA || token === TokenType.RIGHT_BRACKET) {
-        if (element !== undefined) items.push(jsonItem(text.toString('utf8', element.start - textStart, offset - textStart).trimEnd(), element.position))
+        if (element !== undefined) items.push(jsonItem(window.slice(element.start, offset).toString('utf8').trimEnd(), element.position))
         element = undefined
         afterSeparator(offset)
       } else if (element === undefined) {
-        element = { start: offset, position: { index: index++, ...positionAfter(keptPosition, text, keptStart - textStart, offset - textStart) } }
+        element = { start: offset, position: { index: index++, ...positionAfter(keptPosition, window.slice(keptStart, offset), 0, offset - keptStart) } }
       }
     }
     if (token === TokenType.LEFT_BRACKET || token === TokenType.LEFT_BRACE) depth++
     else if (token === TokenType.RIGHT_BRACKET || token === TokenType.RIGHT_BRACE) depth--
-  }, positions)
+  }, window)
   const read = (step: () => void) => {
     try {
       step()
@@ -211,10 +226,8 @@ async function* readJsonItems (chunks: AsyncIterable<Buffer>, positions: TextPos
     }
   }
   for await (const chunk of chunks) {
-    text = text.length === 0 ? chunk : Buffer.concat([text, chunk])
     read(() => { reader.write(chunk) })
-    text = text.subarray(keptStart - textStart)
-    textStart = keptStart
+    window.dropBefore(keptStart, keptPosition)
     if (items.length > 0) yield items
     items = []
   }

@@ -80,20 +80,74 @@ const EXPECTED: Record<string, string> = {
 }
 
 /**
+ * The latest part of a text read in chunks: its bytes from `start` to `end`, the end of the last
+ * chunk, and the position of `start`. Chunks are kept as they came, and copied together only when a
+ * slice spans them, so that text held across many chunks costs its length once, not once a chunk.
+ */
+export class TextWindow {
+  #pieces: Buffer[] = []
+  #start = 0
+  #end = 0
+  #position: TextPosition = { line: 1, column: 1 }
+
+  get start (): number {
+    return this.#start
+  }
+
+  get end (): number {
+    return this.#end
+  }
+
+  push (chunk: Buffer): void {
+    this.#pieces.push(chunk)
+    this.#end += chunk.length
+  }
+
+  /** The bytes from `from` to `to`, both in the window. */
+  slice (from: number, to: number): Buffer {
+    const parts: Buffer[] = []
+    let pieceStart = this.#start
+    for (const piece of this.#pieces) {
+      const pieceEnd = pieceStart + piece.length
+      if (pieceEnd > from && pieceStart < to) parts.push(piece.subarray(Math.max(0, from - pieceStart), Math.min(piece.length, to - pieceStart)))
+      pieceStart = pieceEnd
+    }
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+  }
+
+  /** The position of byte `offset`, in the window or at its end. */
+  positionOf (offset: number): TextPosition {
+    return positionAfter(this.#position, this.slice(this.#start, offset), 0, offset - this.#start)
+  }
+
+  /** Forgets the bytes before `offset`, in the window, whose position is `position`. */
+  dropBefore (offset: number, position: TextPosition): void {
+    while (this.#pieces.length > 0 && this.#start + this.#pieces[0]!.length <= offset) this.#start += this.#pieces.shift()!.length
+    if (this.#pieces.length > 0) this.#pieces[0] = this.#pieces[0]!.subarray(offset - this.#start)
+    this.#start = offset
+    this.#position = position
+  }
+}
+
+// What may come before a JSON text's first value, which a byte order mark there is taken among.
+const BEFORE_FIRST_VALUE = new Set([0x20, 0x09, 0x0a, 0x0d, 0x5b, 0x5d, 0x7b, 0x7d, 0x2c, 0x3a])
+const BYTE_ORDER_MARK_FIRST_BYTE = 0xef
+
+/**
  * Reads JSON text in chunks with a streaming parser, handing each token and its byte offset to
  * `onToken`; throws JsonSyntaxError at the first fault, naming its line and column (JSON.parse names
- * at most an offset). Chunks are cut between characters, and `positions` is handed each of them
- * before it is written here.
+ * at most an offset). Each chunk goes into `window`, cut between characters; the reader's owner keeps
+ * in it all the text after the last token it was given (a fault may be named at the start of a token
+ * read over many chunks) and may forget the rest.
  */
 export class JsonTokenReader {
   readonly #tokenizer = new Tokenizer()
   // Only checks the grammar: values are dropped as they end, so memory stays flat.
   readonly #parser = new TokenParser({ paths: ['$.*'], keepStack: false })
-  #chunk: Buffer = Buffer.alloc(0)
-  #chunkStart = 0
   #offset = 0
+  #beforeFirstValue = true
 
-  constructor (onToken: (token: TokenType, offset: number) => void, private readonly positions: TextPositions) {
+  constructor (onToken: (token: TokenType, offset: number) => void, private readonly window = new TextWindow()) {
     this.#parser.onValue = () => {}
     // The parser first: a token out of place is a fault before `onToken` is given it.
     this.#tokenizer.onToken = (info) => {
@@ -104,8 +158,9 @@ export class JsonTokenReader {
   }
 
   write (chunk: Buffer): void {
-    this.#chunkStart += this.#chunk.length
-    this.#chunk = chunk
+    const chunkStart = this.window.end
+    this.window.push(chunk)
+    this.#refuseByteOrderMark(chunk, chunkStart)
     this.#read(() => { this.#tokenizer.write(chunk) })
   }
 
@@ -114,31 +169,43 @@ export class JsonTokenReader {
     if (!this.#parser.isEnded) throw this.#incomplete()
   }
 
+  /**
+   * The tokenizer skips a byte order mark anywhere before the first value, counting none of its
+   * bytes, so that every offset after it is three bytes short: it is refused here instead.
+   */
+  #refuseByteOrderMark (chunk: Buffer, chunkStart: number): void {
+    for (let i = 0; this.#beforeFirstValue && i < chunk.length; i++) {
+      if (chunk[i] === BYTE_ORDER_MARK_FIRST_BYTE) throw this.#unexpected(chunkStart + i)
+      if (!BEFORE_FIRST_VALUE.has(chunk[i]!)) this.#beforeFirstValue = false
+    }
+  }
+
   #read (step: () => void): void {
     try {
       step()
     } catch (error) {
       if (!(error instanceof Error) || !/^(Unexpected|Tokenizer ended)/.test(error.message)) throw error
-      // The tokenizer names the byte it stopped at; the parser stops at the token it was given.
+      // The tokenizer names the byte it stopped at; the parser, the start of the token it was given.
       const at = Number(/absolute position "(\d+)"/.exec(error.message)?.[1] ?? this.#offset)
-      const end = this.#chunkStart + this.#chunk.length
-      if (at >= end || error.message.startsWith('Tokenizer ended')) throw this.#incomplete()
-      const expected = EXPECTED[/in state (\w+)/.exec(error.message)?.[1] ?? '']
-      const found = String.fromCodePoint(this.#chunk.toString('utf8', at - this.#chunkStart, at - this.#chunkStart + 4).codePointAt(0)!)
-      throw new JsonSyntaxError(`unexpected ${JSON.stringify(found)}${expected === undefined ? '' : ` where ${expected} was expected`}`, this.positions.at(at))
+      if (at >= this.window.end || error.message.startsWith('Tokenizer ended')) throw this.#incomplete()
+      throw this.#unexpected(at, EXPECTED[/in state (\w+)/.exec(error.message)?.[1] ?? ''])
     }
   }
 
+  #unexpected (at: number, expected?: string): JsonSyntaxError {
+    const found = String.fromCodePoint(this.window.slice(at, Math.min(at + 4, this.window.end)).toString('utf8').codePointAt(0)!)
+    const shown = found === '\ufeff' ? 'byte order mark (U+FEFF)' : JSON.stringify(found)
+    return new JsonSyntaxError(`unexpected ${shown}${expected === undefined ? '' : ` where ${expected} was expected`}`, this.window.positionOf(at))
+  }
+
   #incomplete (): JsonSyntaxError {
-    return new JsonSyntaxError('the text ends before the JSON value is complete', this.positions.at(this.#chunkStart + this.#chunk.length))
+    return new JsonSyntaxError('the text ends before the JSON value is complete', this.window.positionOf(this.window.end))
   }
 }
 
 /** Reads a whole JSON text with JsonTokenReader. */
 export function readJsonTokens (bytes: Buffer, onToken: (token: TokenType, offset: number) => void): void {
-  const positions = new TextPositions()
-  positions.push(bytes)
-  const reader = new JsonTokenReader(onToken, positions)
+  const reader = new JsonTokenReader(onToken)
   reader.write(bytes)
   reader.end()
 }

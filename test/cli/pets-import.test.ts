@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { execFile, spawn } from 'node:child_process'
+import { appendFileSync, createWriteStream, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs'
+import { once } from 'node:events'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
@@ -450,4 +451,90 @@ test('a file that is a pipe (mkfifo, /dev/stdin) is imported, through a temporar
   assert.match(result.stdout, /^Stored: 2 pets\.$/m)
   assert.deepEqual((await storedPets(db)).map(([name]) => name), ['Rex', 'Tom'])
   assert.deepEqual(readdirSync(temporary).filter((name) => name.startsWith('petstore-import-')), [], 'the copy is removed')
+})
+
+test('a JSON fault at a token that starts in an earlier read is named where the token starts', async (t) => {
+  const dir = tempDir(t)
+  const { databaseUrl } = await createTestStore(t)
+  const first = '[{"name":"x","categoryId":1}'
+  const cases: Array<[string, RegExp]> = [
+    // A string of 70,000 characters where a comma belongs: its quote is 64 KiB before its end.
+    [`${first} "${'a'.repeat(70_000)}"]`, /unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 30$/m],
+    // A string that starts two bytes before the first read ends.
+    [`${first}${' '.repeat(65_534 - first.length)}"abcdef"]`, /unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 65535$/m],
+    // The tokenizer skipped a byte order mark before the first value uncounted: every offset after it was three bytes short.
+    [`\uFEFF\uFEFF${first}]`, /unexpected byte order mark \(U\+FEFF\) at line 1, column 1$/m],
+    [`[\uFEFF${first.slice(1)}]`, /unexpected byte order mark \(U\+FEFF\) at line 1, column 2$/m]
+  ]
+  for (const [text, message] of cases) {
+    const file = join(dir, 'pets.json')
+    writeFileSync(file, text)
+    const result = await runCli(['pets', 'import', file, '--dry-run'], { DATABASE_URL: databaseUrl })
+    assert.equal(result.code, 2, result.stdout + result.stderr)
+    assert.match(result.stderr, message)
+  }
+})
+
+test('a file changed between the two readings or during the second stores nothing from the change on', async (t) => {
+  const { store } = await createTestStore(t)
+  const file = sevenPetsCsv(t)
+  const printed: string[] = []
+  t.mock.method(console, 'log', (line: string) => { printed.push(line) })
+  // Grown after the first reading: the second finds it so before any batch.
+  const grown = await runPetsImport(async (work) => {
+    appendFileSync(file, '\nh,1')
+    return await work(store)
+  }, file, { batchSize: 3, dryRun: false })
+  assert.equal(grown, false)
+  assert.match(printed.at(-1)!, /the file changed while it was read \(its size or time of last change\): import it once nothing writes to it\. Stored: 0 pets/)
+  assert.deepEqual(await storedPets(store.db), [])
+
+  // Cut short while the second batch was stored: the rows read before the cut are stored (as the file
+  // held them), and none read after it, where a cut row read as `pet…,1` would be stored as available.
+  writeFileSync(file, ['name,categoryId,status', ...Array.from({ length: 40_000 }, (_, i) => `pet${i},1,sold`)].join('\n'))
+  let batches = 0
+  const pets = Object.create(store.pets) as typeof store.pets
+  pets.insertMany = async (batch) => {
+    if (++batches === 2) truncateSync(file, 100_000)
+    return await store.pets.insertMany(batch)
+  }
+  const cut = await runPetsImport(async (work) => await work({ ...store, pets }), file, { batchSize: 1000, dryRun: false })
+  assert.equal(cut, false)
+  const names = (await storedPets(store.db)).map(([name, , status]) => `${name} ${status}`)
+  assert.ok(names.length >= 2000 && names.length < 40_000 && names.length % 1000 === 0, `${names.length} stored`)
+  assert.match(printed.at(-1)!, new RegExp(`the file changed while it was read .* Stored: ${names.length} pets, the file's first valid rows; the rest not\\.$`))
+  assert.deepEqual(names, Array.from({ length: names.length }, (_, i) => `pet${i} sold`))
+})
+
+test('a signal while a pipe is copied stops at once, nothing stored, the copy removed; a temporary folder that cannot be used is named', async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const dir = tempDir(t)
+  const temporary = tempDir(t)
+  const fifo = join(dir, 'pets.csv')
+  await promisify(execFile)('mkfifo', [fifo])
+  const child = spawn(process.execPath, [...CLI, 'pets', 'import', fifo], { env: { ...process.env, DATABASE_URL: databaseUrl, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stdout = ''
+  child.stdout.on('data', (chunk) => { stdout += chunk })
+  // A writer that never ends, as `yes |` or a stalled download: the copy waits for more.
+  const writer = createWriteStream(fifo)
+  writer.write('name,categoryId\nRex,1\n')
+  const copies = () => readdirSync(temporary).filter((name) => name.startsWith('petstore-import-'))
+  while (copies().length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  child.kill('SIGTERM')
+  const [code] = await once(child, 'exit')
+  writer.destroy()
+  assert.equal(code, 1, stdout)
+  assert.match(stdout, /^Stopped \(SIGTERM or Ctrl-C\) before the import began: nothing stored\.$/m)
+  assert.deepEqual(copies(), [])
+  assert.deepEqual(await storedPets(db), [])
+
+  // os.tmpdir() reads TMPDIR at each call.
+  const savedTemporary = process.env.TMPDIR
+  t.after(() => { process.env.TMPDIR = savedTemporary })
+  process.env.TMPDIR = join(dir, 'missing')
+  const writing = writeFile(fifo, 'name,categoryId\nRex,1\n').catch(() => {})
+  await assert.rejects(runPetsImport(async (work) => await work((await createTestStore(t)).store), fifo, { batchSize: 500, dryRun: false }),
+    /^ImportUsageError: cannot copy .*pets\.csv into the temporary folder .*missing \(TMPDIR\): ENOENT$/)
+  await writing
 })
