@@ -175,7 +175,7 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
   }
   const removeCopy = () => { rmSync(folder, { recursive: true, force: true }) }
   process.once('exit', removeCopy)
-  const close = async () => {
+  const forgetCopy = () => {
     removeCopy()
     process.removeListener('exit', removeCopy)
   }
@@ -183,9 +183,9 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
   try {
     await pipeline(source, createWriteStream(copy), { signal })
     const copyHandle = await open(copy, 'r')
-    return { handle: copyHandle, close: async () => { await copyHandle.close(); await close() } }
+    return { handle: copyHandle, close: async () => { await copyHandle.close(); forgetCopy() } }
   } catch (error) {
-    await close()
+    forgetCopy()
     const { code, path: failed } = error as NodeJS.ErrnoException
     if (failed?.startsWith(folder) === true) throw new ImportUsageError(`cannot copy ${path} into the temporary folder ${tmpdir()} (TMPDIR): ${code ?? String(error)}`)
     throw new ImportUsageError(`cannot read ${path}: ${code ?? String(error)}`)
