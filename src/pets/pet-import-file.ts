@@ -5,7 +5,7 @@ import { type CsvError, parse as parseCsv } from 'csv-parse'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
-import { JsonSyntaxError, JsonTokenReader, TextPositions, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
+import { JsonSyntaxError, JsonTokenReader, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
 
@@ -81,8 +81,7 @@ export interface FileState {
  * if the file is no longer as `state` says.
  */
 export async function* readImportItems (file: FileHandle, format: ImportFormat, state: FileState, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
-  const positions = new TextPositions()
-  const chunks = utf8Chunks(fileChunks(file, state), positions)
+  const chunks = utf8Chunks(fileChunks(file, state))
   yield* (format === 'json' ? readJsonItems(chunks) : readCsvItems(chunks, onCsvHeader))
 }
 
@@ -115,12 +114,14 @@ async function* fileChunks (file: FileHandle, state: FileState): AsyncGenerator<
 const UTF8_BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf])
 
 /**
- * The file's text in chunks cut between characters, each checked to be UTF-8 and handed to
- * `positions`, without the byte order mark some editors write first (RFC 8259 lets a parser ignore
+ * The file's text in chunks cut between characters, each checked to be UTF-8 (a fault named by line,
+ * column and byte), without the byte order mark some editors write first (RFC 8259 lets a parser ignore
  * it; columns do not count it). Decoded as it is, what is not UTF-8 (a Latin-1 export's accents) would
  * be stored as U+FFFD, as if imported.
  */
-async function* utf8Chunks (reads: AsyncIterable<Buffer>, positions: TextPositions): AsyncGenerator<Buffer> {
+async function* utf8Chunks (reads: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  // Holds the chunk being checked, and the position of its start.
+  const window = new TextWindow()
   let carried: Buffer = Buffer.alloc(0) // a character cut at the end of the last read
   let textOffset = 0 // where the next chunk starts in the text, without the byte order mark
   let byteOrderMark = -1 // its length, once the file's first bytes are read
@@ -132,16 +133,17 @@ async function* utf8Chunks (reads: AsyncIterable<Buffer>, positions: TextPositio
     }
     const chunk = bytes.subarray(0, wholeCharactersIn(bytes))
     carried = bytes.subarray(chunk.length)
-    positions.push(chunk)
-    if (!isUtf8(chunk)) throw notUtf8(textOffset + firstNotUtf8(chunk), byteOrderMark, positions)
+    window.push(chunk)
+    if (!isUtf8(chunk)) throw notUtf8(textOffset + firstNotUtf8(chunk), byteOrderMark, window)
     textOffset += chunk.length
+    window.dropBefore(textOffset, window.positionOf(textOffset))
     yield chunk
   }
-  if (carried.length > 0) throw notUtf8(textOffset, byteOrderMark, positions)
+  if (carried.length > 0) throw notUtf8(textOffset, byteOrderMark, window)
 }
 
-function notUtf8 (textOffset: number, byteOrderMark: number, positions: TextPositions): ImportFileError {
-  const { line, column } = positions.at(textOffset)
+function notUtf8 (textOffset: number, byteOrderMark: number, window: TextWindow): ImportFileError {
+  const { line, column } = window.positionOf(textOffset)
   return new ImportFileError(`the file is not UTF-8: the bytes at line ${line}, column ${column} (byte ${byteOrderMark + textOffset}) are not; save it as UTF-8`)
 }
 

@@ -8,33 +8,6 @@ export interface TextPosition {
   column: number
 }
 
-/**
- * Finds the line and column of byte offsets in a UTF-8 text handed in chunks, each cut between two
- * characters. Offsets are asked in increasing order, each in the latest chunk or at its end: each byte
- * is gone through once, and only the latest chunk is kept, so a text of any size costs no more memory.
- */
-export class TextPositions {
-  #chunk: Buffer = Buffer.alloc(0)
-  #chunkStart = 0
-  /** Where #position is: every byte before it is counted. */
-  #offset = 0
-  #position: TextPosition = { line: 1, column: 1 }
-
-  /** Hands on the text's next bytes, which follow the last chunk's. */
-  push (chunk: Buffer): void {
-    this.at(this.#chunkStart + this.#chunk.length)
-    this.#chunkStart += this.#chunk.length
-    this.#chunk = chunk
-  }
-
-  /** The position of byte `offset`, in the latest chunk or at its end, and not before the last asked. */
-  at (offset: number): TextPosition {
-    this.#position = positionAfter(this.#position, this.#chunk, this.#offset - this.#chunkStart, offset - this.#chunkStart)
-    this.#offset = offset
-    return this.#position
-  }
-}
-
 /** The position of `bytes[to]`, given that of `bytes[from]`. */
 export function positionAfter ({ line, column }: TextPosition, bytes: Buffer, from: number, to: number): TextPosition {
   // Searched within the range: a whole array on one line of megabytes has an element every few bytes.
@@ -129,7 +102,8 @@ export class TextWindow {
   }
 }
 
-// What may come before a JSON text's first value, which a byte order mark there is taken among.
+// The bytes that may come before a JSON text's first value (whitespace and punctuation), where the
+// tokenizer would skip a byte order mark without counting it.
 const BEFORE_FIRST_VALUE = new Set([0x20, 0x09, 0x0a, 0x0d, 0x5b, 0x5d, 0x7b, 0x7d, 0x2c, 0x3a])
 const BYTE_ORDER_MARK_FIRST_BYTE = 0xef
 
