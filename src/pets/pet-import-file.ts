@@ -253,6 +253,7 @@ function jsonItem (source: string, position: RowPosition): ImportItem {
 async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (header: string[]) => void): AsyncGenerator<ImportItem[]> {
   let items: ImportItem[] = []
   let csvHeader: string[] = []
+  const lines = new CsvLines()
   const parser = parseCsv({
     bom: true,
     columns: (header: string[]) => {
@@ -263,6 +264,8 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
       const repeated = header.find((column, index) => header.indexOf(column) !== index)
       if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${printable(header.join(','))})`)
       csvHeader = header
+      // The line the header ends on, blank lines before it counted.
+      lines.afterHeader(parser.info.lines)
       onCsvHeader?.(header)
       return header
     },
@@ -275,14 +278,13 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
     skip_records_with_error: true,
     on_skip: (error) => {
       if (error === undefined) return
-      const { lines, raw } = error as CsvError & { lines: number, raw: string }
-      items.push({ position: { line: startLine(lines, raw) }, reason: csvErrorReason(error, csvHeader.length), source: raw.trimEnd() })
+      const { line, source } = lines.record((error as CsvError & { raw: string }).raw)
+      items.push({ position: { line }, reason: csvErrorReason(error, csvHeader.length), source })
     },
-    // Each record is taken here, in its place among the skipped ones, and not passed on. Its line is
-    // read from the context csv-parse gives here, not from `info: true`, which makes that context
-    // (an object of a dozen fields) a second time for every record.
-    on_record: ({ record, raw }: { record: Record<string, string>, raw: string }, { lines }: { lines: number }) => {
-      items.push({ position: { line: startLine(lines, raw) }, value: csvRecordToBody(record), source: raw.trimEnd() })
+    // Each record is taken here, in its place among the skipped ones, and not passed on.
+    on_record: ({ record, raw }: { record: Record<string, string>, raw: string }) => {
+      const { line, source } = lines.record(raw)
+      items.push({ position: { line }, value: csvRecordToBody(record), source })
       return undefined
     }
   })
@@ -307,9 +309,34 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
   if (items.length > 0) yield items
 }
 
-/** The line a record starts on, from the line it ends on: a quoted field may span lines. */
-function startLine (endLine: number, raw: string): number {
-  return endLine - (raw.trimEnd().match(/\n/g)?.length ?? 0)
+// A line ends at CRLF, LF or a bare CR, as editors count them.
+const LINE_BREAK = /\r\n|\r|\n/g
+const LEADING_LINE_BREAKS = /^(?:\r\n|\r|\n)+/
+
+/**
+ * The line each CSV record starts on, counted from the records' own text (csv-parse's raw option),
+ * one record after the other: csv-parse's own count takes a CRLF inside a quoted field for two lines.
+ * A record's text starts with the blank lines skipped before it, and ends with its line break (of
+ * a CRLF, csv-parse keeps the CR alone).
+ */
+class CsvLines {
+  #next = 1 // the line the next record's text starts on
+
+  afterHeader (headerLine: number): void {
+    this.#next = headerLine + 1
+  }
+
+  /** The line a record starts on, and its text without the blank lines before it or its line break. */
+  record (raw: string): { line: number, source: string } {
+    const blank = LEADING_LINE_BREAKS.exec(raw)?.[0] ?? ''
+    const line = this.#next + breaksIn(blank)
+    this.#next += breaksIn(raw)
+    return { line, source: raw.slice(blank.length).trimEnd() }
+  }
+}
+
+function breaksIn (text: string): number {
+  return text.match(LINE_BREAK)?.length ?? 0
 }
 
 /** csv-parse's reason, without the line it appends (the report names the row's own). */

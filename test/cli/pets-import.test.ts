@@ -351,6 +351,31 @@ test('a CSV row holding a bare CR (a file of mixed line ends) is written to --er
   assert.deepEqual(record!.slice(2), ['A,1\rB,2', ''], 'the row whole, B,2 with it, in its first column')
 })
 
+test('CSV lines are counted as an editor counts them: blank lines, CRLF inside a quoted field and a bare CR each move the lines after them', async (t) => {
+  const { store } = await createTestStore(t)
+  const dir = tempDir(t)
+  t.mock.method(console, 'log', () => {})
+  const cases: Array<[string, string, number[]]> = [
+    // Blank lines before a refused row: csv-parse gave their newlines to the row's text.
+    ['blank-lines.csv', 'name,categoryId\nRex,1\n\n\nBad,x\nOk,2\n\n\nWorse,y\n', [5, 9]],
+    ['crlf.csv', 'name,categoryId\r\n"Multi\r\nline",1\r\n\r\nBad,x\r\n"Two\r\nlines",z\r\n', [5, 6]],
+    ['blank-before-header.csv', '\n\nname,categoryId\nBad,x\n', [4]],
+    ['bare-cr.csv', 'name,categoryId\nA,1\rB,2\nBad,x\n', [2, 4]]
+  ]
+  for (const [name, text, lines] of cases) {
+    const file = join(dir, name)
+    writeFileSync(file, text)
+    const errors = join(dir, `${name}.errors.csv`)
+    assert.equal(await runPetsImport(async (work) => await work(store), file, { batchSize: 500, dryRun: false, errors }), false)
+    const [header, ...records] = parseCsv(readFileSync(errors), { relax_column_count: true }) as string[][]
+    assert.deepEqual(header, ['line', 'error', 'name', 'categoryId'], name)
+    assert.deepEqual(records.map(([line]) => Number(line)), lines, name)
+    for (const [line, , petName] of records) {
+      const rowText = text.split(/\r\n|\r|\n/)[Number(line) - 1]!
+      assert.ok(rowText.startsWith(petName!.split(/\r\n|\r|\n/)[0]!) || rowText.startsWith(`"${petName!.split(/\r\n|\r|\n/)[0]!}`), `${name}: line ${line} holds ${petName}`)
+    }
+  }
+})
 test('progress: plain lines when not on a terminal, a bar on one', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
