@@ -15,6 +15,8 @@ const MAYBE_INEXACT_NUMBER = /\d{16}|\d[.eE]/
 // secure-json-parse's message for a "__proto__" key, and for a "constructor" holding "prototype".
 const FORBIDDEN_KEY = 'Object contains forbidden prototype property'
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i
+// US-ASCII text is UTF-8 as it stands (RFC 8259 defines no charset for JSON; these are the ones that mean its encoding).
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii'])
 
 /**
  * Parses a JSON body exactly: numbers are what their decimal text says (integers past 2^53 become
@@ -110,7 +112,7 @@ export default fp(async (app) => {
       return
     }
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    if (charset !== undefined && !UTF8_CHARSETS.has(charset)) {
       done(unsupportedMediaType(request.headers['content-type']), undefined)
       return
     }
