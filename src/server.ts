@@ -13,6 +13,7 @@ import type { Logger } from 'pino'
 import { createLogger } from './logger.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
 import { openFileLimit } from './open-file-limit.js'
+import { logProcessWarnings } from './process-warnings.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
 import type { Store } from './store/store.js'
 import { STOP_WORKER, superviseWorkers } from './workers.js'
@@ -26,6 +27,7 @@ const SHUTDOWN_GRACE_MS = 10_000
  */
 export async function serve (config: Config): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL, config.LOG_FORMAT)
+  logProcessWarnings(logger)
   const worker = cluster.isWorker
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')

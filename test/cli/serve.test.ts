@@ -198,6 +198,19 @@ test('a SQLite store whose folder cannot be made is one line, at once: /proc, wh
   assert.match(result.stderr, /^petstore: Cannot open the SQLite store at \/proc\/petstore\/petstore\.db: ENOENT: no such file or directory, mkdir '\/proc\/petstore'\n$/)
 })
 
+test('a warning of Node or a library (pg on sslmode=require) is one log line of the service, not lines of its own on stderr', async () => {
+  // Nothing listens on port 1: the store cannot be reached, after pg has warned of the URL as it read it.
+  const result = await runCli(['serve'], { DATABASE_URL: 'postgres://petstore:secret@127.0.0.1:1/petstore?sslmode=require', PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json' })
+  assert.equal(result.code, 1, result.stderr)
+  assert.doesNotMatch(result.stderr, /Warning|sslmode/, 'Node writes no warning of its own')
+  const warnings = result.stdout.split('\n').filter((line) => line.includes('"warning"')).map((line) => JSON.parse(line) as { level: number, msg: string, warning: { name: string } })
+  assert.equal(warnings.length, 1, result.stdout)
+  assert.equal(warnings[0]!.level, 40)
+  assert.equal(warnings[0]!.warning.name, 'Warning')
+  assert.match(warnings[0]!.msg, /SSL modes 'prefer', 'require', and 'verify-ca'/)
+  assert.doesNotMatch(result.stdout + result.stderr, /secret/)
+})
+
 test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
   const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }
   // `script` runs the service on a pseudo-terminal, as a user's shell would.
