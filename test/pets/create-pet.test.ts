@@ -117,7 +117,9 @@ forEachStore((store) => {
     ['malformed JSON', '{"name":"Rex",'],
     ['an empty body', ''],
     ['invalid UTF-8', Buffer.concat([Buffer.from('{"name":"R'), Buffer.from([0xff, 0xfe]), Buffer.from('x","categoryId":1}')])],
-    ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}']
+    ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}'],
+    ['a member named twice', '{"name":"Rex","categoryId":1,"name":"Tom"}'],
+    ['a member named twice, the second time escaped', '{"name":"Rex","categoryId":1,"n\\u0061me":"Tom"}']
   ]
 
   for (const [what, payload] of INVALID_BODIES) {
@@ -149,6 +151,10 @@ forEachStore((store) => {
       ['{"name":"Rex\\ud800","categoryId":1}', 'validation_failed', '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'],
       ['{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}', 'validation_failed',
         'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON'],
+      ['{"name":"Rex","categoryId":1,"status":"sold","status":"sold"}', 'validation_failed',
+        'The member `status` is named twice in one object: JSON parsers differ on which one counts (RFC 7493, section 2.3)'],
+      ['{"name":"Rex: the 1st","categoryId":12345678901234567, "x":{"y":1,"y":2}}', 'validation_failed',
+        'The member `y` is named twice in one object: JSON parsers differ on which one counts (RFC 7493, section 2.3)'],
       ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
       ['{"name":"Rex" "categoryId":1}', 'invalid_json', 'Request body is not valid JSON: unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 15'],
       ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15']
