@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { createWriteStream, open as openDescriptor, rmSync } from 'node:fs'
+import { constants, createWriteStream, open as openDescriptor, rmSync } from 'node:fs'
 import { mkdtemp, open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -159,9 +159,11 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
       if ((await handle.stat()).isFile()) return { handle, close: async () => { await handle.close() } }
       source = handle.createReadStream()
     } else {
-      // A pipe is read as a socket is, without a thread of libuv's pool blocked in read(), which a
-      // stopped import's exit would wait for as long as the pipe's writer writes nothing.
-      source = new Socket({ fd: await promisify(openDescriptor)(path, 'r'), readable: true, writable: false })
+      // A pipe is opened and read as a socket is, without a thread of libuv's pool blocked in open()
+      // until a writer comes, or in read() while it writes nothing: a stopped import's exit waited for
+      // that thread. Opened without blocking, it is read once a writer has come (Linux signals no end
+      // of the pipe before).
+      source = new Socket({ fd: await promisify(openDescriptor)(path, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false })
     }
   } catch (error) {
     throw new ImportUsageError(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)

@@ -557,10 +557,34 @@ test('a signal while a pipe is copied stops at once, nothing stored, the copy re
 
   // os.tmpdir() reads TMPDIR at each call.
   const savedTemporary = process.env.TMPDIR
-  t.after(() => { process.env.TMPDIR = savedTemporary })
+  t.after(() => {
+    if (savedTemporary === undefined) delete process.env.TMPDIR
+    else process.env.TMPDIR = savedTemporary
+  })
   process.env.TMPDIR = join(dir, 'missing')
   const writing = writeFile(fifo, 'name,categoryId\nRex,1\n').catch(() => {})
   await assert.rejects(runPetsImport(async (work) => await work((await createTestStore(t)).store), fifo, { batchSize: 500, dryRun: false }),
     /^ImportUsageError: cannot copy .*pets\.csv into the temporary folder .*missing \(TMPDIR\): ENOENT$/)
   await writing
+})
+
+test('a pipe no writer ever opens waits for one, and a signal stops the import at once: no thread is left blocked in open()', { timeout: 20_000 }, async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const dir = tempDir(t)
+  const temporary = tempDir(t)
+  const fifo = join(dir, 'pets.csv')
+  await promisify(execFile)('mkfifo', [fifo])
+  const child = spawn(process.execPath, [...CLI, 'pets', 'import', fifo], { env: { ...process.env, DATABASE_URL: databaseUrl, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stdout = ''
+  child.stdout.on('data', (chunk) => { stdout += chunk })
+  // Its copy is begun once the pipe is open, which a writer no longer has to open first.
+  const copies = () => readdirSync(temporary).filter((name) => name.startsWith('petstore-import-'))
+  while (copies().length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  child.kill('SIGTERM')
+  const exited = once(child, 'exit')
+  const outcome = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000, 'still running'))])
+  assert.deepEqual(outcome, [1, null], stdout)
+  assert.match(stdout, /^Stopped \(SIGTERM or Ctrl-C\) before the import began: nothing stored\.$/m)
+  assert.deepEqual(copies(), [])
 })
