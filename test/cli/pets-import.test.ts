@@ -82,6 +82,7 @@ forEachStore((store) => {
     assert.match(result.stdout, /^element \[1\] at line 3, column 3: The row must be an object$/m)
     assert.match(result.stdout, /^element \[2\] at line 4, column 3: The row has an unknown field `color`$/m)
     assert.match(result.stdout, /^element \[4\] at line 6, column 3: The member `name` is named twice in one object/m)
+    assert.match(result.stdout, /^Importing 5 rows from .*bad\.json \(JSON\), 500 per transaction\.$/m, 'the survey counts every element, readable or not')
     assert.match(result.stdout, /^Stored: 2 pets\.$/m)
   })
 
