@@ -77,7 +77,7 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
       return `is missing the required ${missing.length === 1 ? part.field : part.fields} ${listOf(missing.map(quote))}`
     }
     case 'additionalProperties':
-      return `has an unknown ${part.field} ${echoedName(String(params.additionalProperty))}`
+      return `has an unknown ${part.field} ${quote(printable(withoutSecrets(String(params.additionalProperty)).slice(0, MAX_ECHOED_NAME)))}`
     case 'enum':
       return `must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`
     case 'type':
@@ -112,11 +112,6 @@ function counted (limit: unknown, one: string, many: string): string {
 
 function capitalized (text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1)
-}
-
-/** A name from a request, as an error message quotes it: secrets redacted, cut short, printable. */
-export function echoedName (name: string): string {
-  return quote(printable(withoutSecrets(name).slice(0, MAX_ECHOED_NAME)))
 }
 
 function quote (name: string): string {

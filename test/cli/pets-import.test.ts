@@ -76,14 +76,15 @@ forEachStore((store) => {
       assert.ok(Number(rows[0]!.columns) > 0, 'pets analyzed after the import')
     }
 
-    const bad = file('bad.json', '[\n  {"name": "A", "categoryId": 1},\n  "Rex",\n  {"name": "B", "categoryId": 1, "color": "red"},\n  {"name": "C", "categoryId": 1},\n  {"name": "D", "categoryId": 1, "name": "E"}\n]')
+    // A member named twice counts as in a request body: the last one, as JSON.parse reads it.
+    const bad = file('bad.json', '[\n  {"name": "A", "categoryId": 1},\n  "Rex",\n  {"name": "B", "categoryId": 1, "color": "red"},\n  {"name": "C", "categoryId": 1},\n  {"name": "D", "categoryId": 12345678901234567, "name": "E"}\n]')
     const result = await runCli(['pets', 'import', bad], env)
     assert.equal(result.code, 1)
     assert.match(result.stdout, /^element \[1\] at line 3, column 3: The row must be an object$/m)
     assert.match(result.stdout, /^element \[2\] at line 4, column 3: The row has an unknown field `color`$/m)
-    assert.match(result.stdout, /^element \[4\] at line 6, column 3: The member `name` is named twice in one object/m)
     assert.match(result.stdout, /^Importing 5 rows from .*bad\.json \(JSON\), 500 per transaction\.$/m, 'the survey counts every element, readable or not')
-    assert.match(result.stdout, /^Stored: 2 pets\.$/m)
+    assert.match(result.stdout, /^Stored: 3 pets\.$/m)
+    assert.deepEqual((await storedPets(db)).slice(2).map(([name, categoryId]) => `${name} ${categoryId}`), ['A 1', 'C 1', 'E 12345678901234567'])
   })
 
   test('a batch of more rows than one INSERT takes (1,000) is stored whole and in order', async (t) => {

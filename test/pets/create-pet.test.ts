@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { parse as parseLossless } from 'lossless-json'
 import { build, clientFor, errorOf, forEachStore } from '../helper.js'
 
 forEachStore((store) => {
@@ -117,9 +118,7 @@ forEachStore((store) => {
     ['malformed JSON', '{"name":"Rex",'],
     ['an empty body', ''],
     ['invalid UTF-8', Buffer.concat([Buffer.from('{"name":"R'), Buffer.from([0xff, 0xfe]), Buffer.from('x","categoryId":1}')])],
-    ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}'],
-    ['a member named twice', '{"name":"Rex","categoryId":1,"name":"Tom"}'],
-    ['a member named twice, the second time escaped', '{"name":"Rex","categoryId":1,"n\\u0061me":"Tom"}']
+    ['big-integer text with pollution', '{"name":"Rex","categoryId":12345678901234567,"__proto__":{"x":1}}']
   ]
 
   for (const [what, payload] of INVALID_BODIES) {
@@ -151,10 +150,6 @@ forEachStore((store) => {
       ['{"name":"Rex\\ud800","categoryId":1}', 'validation_failed', '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'],
       ['{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}', 'validation_failed',
         'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON'],
-      ['{"name":"Rex","categoryId":1,"status":"sold","status":"sold"}', 'validation_failed',
-        'The member `status` is named twice in one object: JSON parsers differ on which one counts (RFC 7493, section 2.3)'],
-      ['{"name":"Rex: the 1st","categoryId":12345678901234567, "x":{"y":1,"y":2}}', 'validation_failed',
-        'The member `y` is named twice in one object: JSON parsers differ on which one counts (RFC 7493, section 2.3)'],
       ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
       ['{"name":"Rex" "categoryId":1}', 'invalid_json', 'Request body is not valid JSON: unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 15'],
       ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15']
@@ -216,6 +211,21 @@ forEachStore((store) => {
         method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json', 'content-encoding': coding }, payload: '{"name":"Rex","categoryId":1}'
       })
       assert.equal(identity.statusCode, 201, `${JSON.stringify(coding)}: ${identity.body}`)
+    }
+  })
+
+  test('a member named twice counts once, the last, as JSON.parse reads it: with an integer past 2^53 too', async (t) => {
+    const testApp = await build(t, { store })
+    const bodies: Array<[string, Record<string, unknown>]> = [
+      ['{"name":"Rex","categoryId":1,"name":"Tom"}', { name: 'Tom', categoryId: 1 }],
+      ['{"name":"Rex","categoryId":12345678901234567,"name":"Tom"}', { name: 'Tom', categoryId: 12345678901234567n }],
+      ['{"name":"Rex","categoryId":1,"n\\u0061me":"Tom","status":"sold","status":"pending"}', { name: 'Tom', categoryId: 1, status: 'pending' }]
+    ]
+    for (const [payload, expected] of bodies) {
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json' }, payload })
+      assert.equal(response.statusCode, 201, `${payload}: ${response.body}`)
+      const pet = parseLossless(response.body, null, (digits) => BigInt(digits) <= Number.MAX_SAFE_INTEGER ? Number(digits) : BigInt(digits)) as Record<string, unknown>
+      assert.deepEqual({ name: pet.name, categoryId: pet.categoryId, ...(expected.status === undefined ? {} : { status: pet.status }) }, expected, payload)
     }
   })
 
