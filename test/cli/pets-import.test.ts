@@ -534,26 +534,36 @@ test('a file changed between the two readings or during the second stores nothin
   assert.deepEqual(names, Array.from({ length: names.length }, (_, i) => `pet${i} sold`))
 })
 
-test('a signal while a pipe is copied stops at once, nothing stored, the copy removed; a temporary folder that cannot be used is named', async (t) => {
-  const { db, databaseUrl } = await createTestStore(t)
+/**
+ * `pets import` of a new FIFO, with a temporary folder of its own: the process, what it prints, and
+ * its copies of the FIFO in that folder.
+ */
+async function importFifo (t: TestContext, databaseUrl: string) {
   const dir = tempDir(t)
   const temporary = tempDir(t)
   const fifo = join(dir, 'pets.csv')
   await promisify(execFile)('mkfifo', [fifo])
   const child = spawn(process.execPath, [...CLI, 'pets', 'import', fifo], { env: { ...process.env, DATABASE_URL: databaseUrl, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  let stdout = ''
-  child.stdout.on('data', (chunk) => { stdout += chunk })
+  const printed = { stdout: '' }
+  child.stdout.on('data', (chunk) => { printed.stdout += chunk })
+  const copies = () => readdirSync(temporary).filter((name) => name.startsWith('petstore-import-'))
+  const copyBegun = async () => { while (copies().length === 0) await new Promise((resolve) => setTimeout(resolve, 20)) }
+  return { dir, fifo, child, printed, copies, copyBegun }
+}
+
+test('a signal while a pipe is copied stops at once, nothing stored, the copy removed; a temporary folder that cannot be used is named', async (t) => {
+  const { db, databaseUrl } = await createTestStore(t)
+  const { dir, fifo, child, printed, copies, copyBegun } = await importFifo(t, databaseUrl)
   // A writer that never ends, as `yes |` or a stalled download: the copy waits for more.
   const writer = createWriteStream(fifo)
   writer.write('name,categoryId\nRex,1\n')
-  const copies = () => readdirSync(temporary).filter((name) => name.startsWith('petstore-import-'))
-  while (copies().length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  await copyBegun()
   child.kill('SIGTERM')
   const [code] = await once(child, 'exit')
   writer.destroy()
-  assert.equal(code, 1, stdout)
-  assert.match(stdout, /^Stopped \(SIGTERM or Ctrl-C\) before the import began: nothing stored\.$/m)
+  assert.equal(code, 1, printed.stdout)
+  assert.match(printed.stdout, /^Stopped \(SIGTERM or Ctrl-C\) before the import began: nothing stored\.$/m)
   assert.deepEqual(copies(), [])
   assert.deepEqual(await storedPets(db), [])
 
@@ -572,21 +582,12 @@ test('a signal while a pipe is copied stops at once, nothing stored, the copy re
 
 test('a pipe no writer ever opens waits for one, and a signal stops the import at once: no thread is left blocked in open()', { timeout: 20_000 }, async (t) => {
   const { databaseUrl } = await createTestStore(t)
-  const dir = tempDir(t)
-  const temporary = tempDir(t)
-  const fifo = join(dir, 'pets.csv')
-  await promisify(execFile)('mkfifo', [fifo])
-  const child = spawn(process.execPath, [...CLI, 'pets', 'import', fifo], { env: { ...process.env, DATABASE_URL: databaseUrl, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  let stdout = ''
-  child.stdout.on('data', (chunk) => { stdout += chunk })
+  const { child, printed, copies, copyBegun } = await importFifo(t, databaseUrl)
   // Its copy is begun once the pipe is open, which a writer no longer has to open first.
-  const copies = () => readdirSync(temporary).filter((name) => name.startsWith('petstore-import-'))
-  while (copies().length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  await copyBegun()
   child.kill('SIGTERM')
-  const exited = once(child, 'exit')
-  const outcome = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000, 'still running'))])
-  assert.deepEqual(outcome, [1, null], stdout)
-  assert.match(stdout, /^Stopped \(SIGTERM or Ctrl-C\) before the import began: nothing stored\.$/m)
+  const outcome = await Promise.race([once(child, 'exit'), new Promise((resolve) => setTimeout(resolve, 5000, 'still running'))])
+  assert.deepEqual(outcome, [1, null], printed.stdout)
+  assert.match(printed.stdout, /^Stopped \(SIGTERM or Ctrl-C\) before the import began: nothing stored\.$/m)
   assert.deepEqual(copies(), [])
 })
