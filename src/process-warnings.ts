@@ -3,9 +3,11 @@ import type { Logger } from 'pino'
 /**
  * Logs the process's warnings (a deprecation, pg's notice on a URL's `sslmode`) as lines of the
  * service's log, at warn, instead of Node's own: several lines on stderr, which a collector of JSON
- * lines would read as that many broken ones.
+ * lines would read as that many broken ones. Node listens for them only when they are to be shown
+ * (not under `--no-warnings` or `NODE_NO_WARNINGS=1`), and so does this.
  */
 export function logProcessWarnings (logger: Logger): void {
+  if (process.listenerCount('warning') === 0) return
   process.removeAllListeners('warning')
   process.on('warning', ({ name, message, code }: Error & { code?: string }) => {
     logger.warn({ warning: { name, ...(code === undefined ? {} : { code }) } }, message)

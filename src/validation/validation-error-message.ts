@@ -77,7 +77,7 @@ function predicate (error: FastifySchemaValidationError & VerboseError, part: Pa
       return `is missing the required ${missing.length === 1 ? part.field : part.fields} ${listOf(missing.map(quote))}`
     }
     case 'additionalProperties':
-      return `has an unknown ${part.field} ${quote(printable(withoutSecrets(String(params.additionalProperty)).slice(0, MAX_ECHOED_NAME)))}`
+      return `has an unknown ${part.field} ${quote(printable(cut(withoutSecrets(String(params.additionalProperty)), MAX_ECHOED_NAME)))}`
     case 'enum':
       return `must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`
     case 'type':
@@ -112,6 +112,13 @@ function counted (limit: unknown, one: string, many: string): string {
 
 function capitalized (text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1)
+}
+
+/** `text` cut to at most `length` UTF-16 units and an ellipsis, never between the two of one character. */
+function cut (text: string, length: number): string {
+  if (text.length <= length) return text
+  const end = /[\ud800-\udbff]/.test(text[length - 1]!) ? length - 1 : length
+  return `${text.slice(0, end)}…`
 }
 
 function quote (name: string): string {

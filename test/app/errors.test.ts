@@ -215,6 +215,9 @@ test('a name or header value quoted in an error message has its control characte
   const testApp = await build(t)
   const query = await testApp.app.inject({ url: '/v1/pets?secret%00%1b%5B2J=1', headers: testApp.auth })
   assert.equal(errorOf(query).message, 'The query string has an unknown query parameter `secret\\u0000\\u001b[2J`')
+  // A long name is cut, and says so, between characters: half of an emoji would be a lone surrogate.
+  const long = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1, [`${'A'.repeat(63)}😀 and more`]: 1 } })
+  assert.equal(errorOf(long).message, `The body has an unknown field \`${'A'.repeat(63)}…\``)
   const body = '{"name":"Rex","categoryId":1}'
   const codings = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json', 'content-encoding': 'gzip\tx' }, payload: body })
   assert.equal(errorOf(codings).message, 'Content-Encoding gzip\\u0009x is not accepted; send the body as it is, without a content coding')

@@ -198,9 +198,13 @@ test('a SQLite store whose folder cannot be made is one line, at once: /proc, wh
   assert.match(result.stderr, /^petstore: Cannot open the SQLite store at \/proc\/petstore\/petstore\.db: ENOENT: no such file or directory, mkdir '\/proc\/petstore'\n$/)
 })
 
-test('a warning of Node or a library (pg on sslmode=require) is one log line of the service, not lines of its own on stderr', async () => {
+test('a warning of Node or a library (pg on sslmode=require) is one log line of the service, not lines of its own on stderr; none under NODE_NO_WARNINGS=1', async () => {
   // Nothing listens on port 1: the store cannot be reached, after pg has warned of the URL as it read it.
-  const result = await runCli(['serve'], { DATABASE_URL: 'postgres://petstore:secret@127.0.0.1:1/petstore?sslmode=require', PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json' })
+  const env = { DATABASE_URL: 'postgres://petstore:secret@127.0.0.1:1/petstore?sslmode=require', PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json' }
+  const silenced = await runCli(['serve'], { ...env, NODE_NO_WARNINGS: '1' })
+  assert.equal(silenced.code, 1, silenced.stderr)
+  assert.doesNotMatch(silenced.stdout + silenced.stderr, /warning|sslmode|SSL modes/i)
+  const result = await runCli(['serve'], { ...env, NODE_NO_WARNINGS: undefined })
   assert.equal(result.code, 1, result.stderr)
   assert.doesNotMatch(result.stderr, /Warning|sslmode/, 'Node writes no warning of its own')
   const warnings = result.stdout.split('\n').filter((line) => line.includes('"warning"')).map((line) => JSON.parse(line) as { level: number, msg: string, warning: { name: string } })
