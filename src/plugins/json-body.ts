@@ -39,6 +39,10 @@ export function parseJsonBody (text: string): unknown {
 
 /** Why `text` could not be parsed: a refused key, or the place of its syntax error. */
 function notParsed (text: string, error: unknown): ApiError {
+  // lossless-json reads by recursion, which a body of a few thousand nested arrays takes past the stack.
+  if (error instanceof RangeError) {
+    return new ApiError(400, 'validation_failed', 'The body nests arrays or objects too deeply to be read with its numbers exact', { cause: error })
+  }
   if (error instanceof Error && error.message === FORBIDDEN_KEY) {
     return new ApiError(400, 'validation_failed', 'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON', { cause: error })
   }

@@ -150,6 +150,8 @@ forEachStore((store) => {
       ['{"name":"Rex\\ud800","categoryId":1}', 'validation_failed', '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000'],
       ['{"name":"Rex","categoryId":1,"__proto__":{"admin":true}}', 'validation_failed',
         'The keys `__proto__` and `constructor.prototype` are refused wherever they appear: they could change the prototype of objects built from this JSON'],
+      [`{"name":"Rex","categoryId":12345678901234567,"x":${'['.repeat(8000)}${']'.repeat(8000)}}`, 'validation_failed',
+        'The body nests arrays or objects too deeply to be read with its numbers exact'],
       ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
       ['{"name":"Rex" "categoryId":1}', 'invalid_json', 'Request body is not valid JSON: unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 15'],
       ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15']
