@@ -166,14 +166,14 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
       source = new Socket({ fd: await promisify(openDescriptor)(path, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false })
     }
   } catch (error) {
-    throw new ImportUsageError(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+    throw new ImportUsageError(`cannot read ${path}: ${codeOf(error)}`)
   }
   let folder: string
   try {
     folder = await mkdtemp(join(tmpdir(), 'petstore-import-'))
   } catch (error) {
     source.destroy()
-    throw new ImportUsageError(`cannot copy ${path} into the temporary folder ${tmpdir()} (TMPDIR): ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+    throw cannotCopy(path, error)
   }
   const removeCopy = () => { rmSync(folder, { recursive: true, force: true }) }
   process.once('exit', removeCopy)
@@ -188,10 +188,18 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
     return { handle: copyHandle, close: async () => { await copyHandle.close(); forgetCopy() } }
   } catch (error) {
     forgetCopy()
-    const { code, path: failed } = error as NodeJS.ErrnoException
-    if (failed?.startsWith(folder) === true) throw new ImportUsageError(`cannot copy ${path} into the temporary folder ${tmpdir()} (TMPDIR): ${code ?? String(error)}`)
-    throw new ImportUsageError(`cannot read ${path}: ${code ?? String(error)}`)
+    if ((error as NodeJS.ErrnoException).path?.startsWith(folder) === true) throw cannotCopy(path, error)
+    throw new ImportUsageError(`cannot read ${path}: ${codeOf(error)}`)
   }
+}
+
+function cannotCopy (path: string, error: unknown): ImportUsageError {
+  return new ImportUsageError(`cannot copy ${path} into the temporary folder ${tmpdir()} (TMPDIR): ${codeOf(error)}`)
+}
+
+/** A file system error's code (ENOENT), or the error's text. */
+function codeOf (error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? String(error)
 }
 
 /** What `reading` gives, or the one line of an ImportUsageError for a file that cannot be imported or read. */
@@ -212,7 +220,7 @@ async function openErrorsFile (path: string, imported: string): Promise<FileHand
   try {
     return await open(path, 'w')
   } catch (error) {
-    throw new ImportUsageError(`cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+    throw new ImportUsageError(`cannot write ${path}: ${codeOf(error)}`)
   }
 }
 
