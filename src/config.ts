@@ -60,8 +60,10 @@ export const ConfigSchema = Type.Object({
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'serves GET /metrics (Prometheus) on this port; off unless set' })),
   // Metrics have no key: off the network unless an operator says otherwise.
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address the metrics listener binds to' }),
+  // The RateLimit headers carry it as a structured-field integer, which has at most 15 digits (RFC 8941).
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     minimum: 0,
+    maximum: 999_999_999_999_999,
     default: 600,
     description: 'requests per minute per API key (and per client address without a valid key); 0 turns limiting off'
   }),
@@ -190,9 +192,20 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // The patterns take any text after postgres:// or redis://; the driver would fail on it only when it connects.
   for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {
     const url = config[name]
-    if (url?.startsWith('postgres') === true && !URL.canParse(url)) {
+    if (url?.startsWith('postgres') !== true) continue
+    if (!URL.canParse(url)) {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
     }
+    // The host ends at the first /: in `app:pa/ss@word@db/pets` the driver connects to "ss@word"'s host,
+    // and its error names it, a part of the password.
+    if (new URL(url).pathname.includes('@')) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its user name or password holds a / or an @ ` +
+        'that is not percent-encoded: write / as %2F and @ as %40')
+    }
+  }
+  if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {
+    throw new ConfigError('Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a SQLite store; ' +
+      'DATABASE_DIRECT_URL is for PostgreSQL behind a pooler: unset it, or set DATABASE_URL to the pooler')
   }
   // SQLite opens any text as a path: a URL there made folders named after it, a password among them.
   if (/^sqlite:(\/\/|file:)/.test(config.DATABASE_URL)) {
@@ -209,6 +222,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     const url = config[name]?.replace(/\/+$/, '')
     if (url === undefined) continue
     if (url.endsWith('/v1')) throw new ConfigError(`Invalid configuration: ${name} must be the service root, without /v1`)
+    if (!URL.canParse(url)) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
+    }
     // The OpenAPI document, served without a key, lists it, and Location headers start with it.
     if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
     config[name] = url

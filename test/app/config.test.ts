@@ -19,7 +19,9 @@ test('a configuration error names the variable, the value received and what is a
   const cases: Array<[Record<string, string>, string]> = [
     [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL is "loud"; it must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ PORT: '70000' }, 'Invalid configuration: PORT is "70000"; it must be an integer from 0 to 65535'],
-    [{ RATE_LIMIT_PER_MINUTE: '-1' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "-1"; it must be an integer of at least 0'],
+    [{ RATE_LIMIT_PER_MINUTE: '-1' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "-1"; it must be an integer from 0 to 999999999999999'],
+    // Taken, it made the RateLimit headers' q and r "1e+23", which no structured-field parser reads.
+    [{ RATE_LIMIT_PER_MINUTE: '99999999999999999999999' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "99999999999999999999999"; it must be an integer from 0 to 999999999999999'],
     [{ DATABASE_URL: 'postgress://app:s3cret@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db:5432/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
     [{ DATABASE_URL: 'postgress://app:p/ss@w@rd@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db/pets"; ' +
@@ -28,6 +30,15 @@ test('a configuration error names the variable, the value received and what is a
     // Of the form, but no URL: it once passed, to fail as "Migration failed: Invalid URL" with exit 1.
     [{ DATABASE_URL: 'postgres://app:s3cret@db:99999/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:99999/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
+    // Taken, the driver connected to "secretpart" and its error named that host: a part of the password.
+    [{ DATABASE_URL: 'postgres://app:hunter2@secretpart/rest@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432/pets"; ' +
+    'its user name or password holds a / or an @ that is not percent-encoded: write / as %2F and @ as %40'],
+    // Ignored, it left the operator believing the change notifications took a direct connection.
+    [{ DATABASE_URL: 'sqlite:/tmp/pets.db', DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a ' +
+    'SQLite store; DATABASE_DIRECT_URL is for PostgreSQL behind a pooler: unset it, or set DATABASE_URL to the pooler'],
+    // Of the form, but no URL: Location headers and the OpenAPI document published its port.
+    [{ PUBLIC_BASE_URL: 'https://pets.example.com:99999' }, 'Invalid configuration: PUBLIC_BASE_URL is "https://pets.example.com:99999"; ' +
+    'it must be of the form https://pets.example.com or https://example.com/pets: a URL (its port a number up to 65535)'],
     // What comes before the @ is masked when it may be a password alone: a user name too, the safe side.
     [{ DATABASE_DIRECT_URL: 'postgres://app@db:5432:1/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://***@db:5432:1/pets"; ' +
     'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB: a URL (its port a number up to 65535)'],
