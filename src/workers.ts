@@ -14,6 +14,8 @@ export const STOP_WORKER = 'petstore:stop'
 const RESTART_DELAY_MS = 1000
 /** A worker that fails to start once another has served (a database down, say) is started again after a wait that doubles up to this. */
 const MAX_RESTART_DELAY_MS = 30_000
+/** Copies of one signal that come this close are one signal, sent to the process and to its group. */
+const SAME_SIGNAL_MS = 100
 
 export interface WorkerSupervision {
   /** How long a worker may take to finish its requests on SIGTERM before it is killed. */
@@ -77,14 +79,18 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
       }
     })
   }
+  let firstSignal: { signal: NodeJS.Signals, at: number } | undefined
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
+      // One sender may signal this process and its group (timeout(1) does): that is one signal, not two.
+      if (firstSignal?.signal === signal && performance.now() - firstSignal.at < SAME_SIGNAL_MS) return
       if (stopping) {
         // A second signal, as in one process (close-with-grace): stop now.
         logger.error({ signal }, `second ${signal}: the workers are killed`)
         for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL')
         process.exit(1)
       }
+      firstSignal = { signal, at: performance.now() }
       logger.info({ signal }, 'shutting down: each worker finishes its requests')
       void stop(0)
     })

@@ -163,6 +163,32 @@ test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in on
   assert.deepEqual(workers.filter(isAlive), [], 'no worker outlives the primary')
 })
 
+test('WEB_CONCURRENCY=2: one SIGTERM sent to the primary and to its group (as timeout(1) sends it) is one, and lets the request in flight finish', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
+  await untilListening(server, 2)
+  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const { port } = new URL(server.url)
+  const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
+  const socket = connect(Number(port), '127.0.0.1')
+  defer(t, () => socket.destroy())
+  await once(socket, 'connect')
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+  let answer = ''
+  socket.setEncoding('utf8').on('data', (chunk: string) => { answer += chunk })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+
+  // The copies a process group's signal brings come apart by microseconds to milliseconds: here 20.
+  process.kill(server.child.pid!, 'SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  process.kill(server.child.pid!, 'SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  socket.end(body.slice(5))
+  const [code] = server.child.exitCode === null ? await once(server.child, 'exit') : [server.child.exitCode]
+  assert.equal(code, 0)
+  assert.match(answer, /^HTTP\/1\.1 201 /)
+  assert.doesNotMatch(server.output(), /second SIGTERM/)
+})
+
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
   test('WEB_CONCURRENCY=2 on PostgreSQL: a worker that dies while the database is unreachable is replaced once it is back; the service stays up meanwhile', async (t) => {
     const direct = new URL(await store.databaseUrl(t))
