@@ -63,7 +63,14 @@ export async function serve (config: Config): Promise<void> {
   // requests it is finishing.
   const stopSignals = ['SIGINT', 'SIGTERM'] as const
   if (worker) for (const signal of stopSignals) process.on(signal, () => {})
-  const shutdown = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: worker ? [...stopSignals] : [] }, async ({ signal, err, manual }) => {
+  // Why the process exits 1 goes to the log, where the collector of its lines reads it (the library's own is stderr).
+  const shutdown = closeWithGrace({
+    delay: SHUTDOWN_GRACE_MS,
+    skip: worker ? [...stopSignals] : [],
+    logger,
+    onSecondSignal: (signal) => { logger.error({ signal }, `second ${signal}: exiting at once, without the requests in flight`) },
+    onTimeout: (delay) => { logger.error({ graceMs: delay }, `requests still in flight ${delay / 1000} s after the signal: exiting without them`) }
+  }, async ({ signal, err, manual }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
     else app.log.info({ signal }, manual === true ? 'shutting down: the primary process asked' : 'shutting down')
     metricsServer?.close()

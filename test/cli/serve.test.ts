@@ -122,6 +122,28 @@ forEachStore((store) => {
   })
 })
 
+test('a second SIGTERM exits 1 at once, and says why in a line of the log (JSON, as every other), not on stderr', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, LOG_FORMAT: 'json' })
+  const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
+  const { port } = new URL(server.url)
+  // A create whose body never comes holds the shutdown for its grace (10 s).
+  const socket = connect(Number(port), '127.0.0.1')
+  t.after(() => socket.destroy())
+  await once(socket, 'connect')
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+  await sleep(300)
+  server.child.kill('SIGTERM')
+  await sleep(300)
+  assert.equal(server.child.exitCode, null, 'the first signal waits for the request in flight')
+  server.child.kill('SIGTERM')
+  const [code] = server.child.exitCode === null ? await once(server.child, 'exit') : [server.child.exitCode]
+  assert.equal(code, 1)
+  const line = server.output().split('\n').find((text) => text.includes('second SIGTERM'))
+  assert.ok(line !== undefined, server.output())
+  assert.deepEqual((({ level, signal, msg }) => ({ level, signal, msg }))(JSON.parse(line) as Record<string, unknown>),
+    { level: 50, signal: 'SIGTERM', msg: 'second SIGTERM: exiting at once, without the requests in flight' })
+})
+
 test('a process out of file descriptors (idle connections past its open-file limit) stays up, and serves once they close', async (t) => {
   const serve = `ulimit -n 200 && exec ${[process.execPath, ...CLI].map((part) => `'${part}'`).join(' ')} serve`
   const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }, ['bash', '-c', serve])
