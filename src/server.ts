@@ -104,7 +104,8 @@ async function prepareStore (store: Store, config: Config): Promise<void> {
   const now = Date.now()
   const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, now), clock: stoppedClock(now) })
   // Shown before listening: the key exists from here on, whether or not the port can be taken.
-  if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`)
+  // PORT=0 has the system choose the port once the API listens: the log's "Server listening" line names it.
+  if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT === 0 ? '<port>' : config.PORT}`)
 }
 
 // Besides its connections, a process holds the store's files, its threads' and its logs'.

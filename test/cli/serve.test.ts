@@ -17,6 +17,8 @@ forEachStore((store) => {
     const first = await startServer(t, env)
     const key = KEY_LINE.exec(first.output())?.[0]
     assert.ok(key, first.output())
+    // The servers of the tests listen on PORT=0, which the system replaces: the banner printed :0.
+    assert.match(first.output(), /^Call the API with: {2}curl -H "Authorization: Bearer <key>" http:\/\/localhost:<port>\/v1\/pets$/m)
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
     const created = await fetch(`${first.url}/v1/pets`, { method: 'POST', headers, body: '{"name":"Rex","categoryId":9007199254740993}' })
     assert.equal(created.status, 201)
