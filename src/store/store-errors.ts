@@ -10,16 +10,22 @@ const POSTGRES_CONNECTION_LOST = /^(Query read timeout|Connection terminated|Cli
 // The connection is gone too after these codes: 08 and 57P from the server, E... from the socket.
 const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z_]+$/
 
+// pg's words when the server asks for a password (SCRAM, PostgreSQL's default) that the URL lacks or leaves empty.
+const NO_PASSWORD_GIVEN = /^SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a (non-empty )?string$/
+
 // Errors of a connection the server refused to open (see markConnectionRefused).
 const refusedConnections = new WeakSet<object>()
 
 /**
  * Marks an error as a failure to open a PostgreSQL connection: whatever its code (a wrong password
  * 28P01, a database closed to connections 55000 or gone 3D000), the store cannot answer, and no
- * request caused it.
+ * request caused it. pg's cryptic words for a password missing from the URL become plain ones.
  */
 export function markConnectionRefused (error: unknown): unknown {
   if (typeof error === 'object' && error !== null) refusedConnections.add(error)
+  if (error instanceof Error && NO_PASSWORD_GIVEN.test(error.message)) {
+    error.message = 'PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB'
+  }
   return error
 }
 

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
+import { test, type TestContext } from 'node:test'
+import { runCli } from '../process.js'
+
+/** A PostgreSQL message from the server: its type, then its length (itself included) and its body. */
+function message (type: string, body: Buffer): Buffer {
+  const length = Buffer.alloc(4)
+  length.writeInt32BE(body.length + 4)
+  return Buffer.concat([Buffer.from(type), length, body])
+}
+
+/** An authentication request of the given kind (10 SASL, 11 SASL continue) and data. */
+function authentication (kind: number, data: string): Buffer {
+  const code = Buffer.alloc(4)
+  code.writeInt32BE(kind)
+  return message('R', Buffer.concat([code, Buffer.from(data)]))
+}
+
+/**
+ * As much of a PostgreSQL server as asks a client to authenticate with SCRAM-SHA-256 (PostgreSQL's
+ * default since 14): its first message, then the second step, at which a client without a password fails.
+ */
+async function scramAskingServer (t: TestContext): Promise<number> {
+  const server = createServer((socket) => {
+    let messages = 0
+    socket.on('data', () => {
+      messages++
+      if (messages === 1) socket.write(authentication(10, 'SCRAM-SHA-256\0\0'))
+      if (messages === 2) socket.write(authentication(11, 'r=nonce,s=c2FsdA==,i=4096'))
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.after(() => { server.close() })
+  return (server.address() as AddressInfo).port
+}
+
+test('a PostgreSQL URL without the password the server asks for is one line that says so, not the driver\'s SCRAM message', async (t) => {
+  const port = await scramAskingServer(t)
+  for (const url of [`postgres://app@127.0.0.1:${port}/pets`, `postgres://app:@127.0.0.1:${port}/pets`]) {
+    const { code, stderr } = await runCli(['keys', 'list'], { DATABASE_URL: url, DATABASE_CONNECT_TIMEOUT_MS: '2000' })
+    assert.equal(code, 1)
+    assert.equal(stderr, 'petstore: Migration failed: PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB\n')
+  }
+})
