@@ -53,7 +53,8 @@ function buildProgram (): Command {
   const program = new Command('petstore')
     .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
     .version(packageJson.version, '-V, --version', 'print the version')
-    .showHelpAfterError()
+    // A hint, not the help itself: twenty lines of it pushed the one line that says what is wrong out of sight.
+    .showHelpAfterError('(add --help to see the usage)')
     .configureOutput({ outputError: (text, write) => { write(printableLines(text)) } })
     .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
     .addHelpText('after', examples(

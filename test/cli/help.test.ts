@@ -44,10 +44,13 @@ test('petstore --version prints the package version', async () => {
   }
 })
 
-test('an unknown command is a usage error: exit 2 with help', async () => {
-  const { code, stderr } = await runCli(['feed-the-cat'], {})
-  assert.equal(code, 2)
-  assert.match(stderr, /unknown command/)
+test('a usage error is exit 2, a line that says what is wrong and one that points to --help', async () => {
+  const unknown = await runCli(['feed-the-cat'], {})
+  assert.equal(unknown.code, 2)
+  assert.equal(unknown.stderr, "error: unknown command 'feed-the-cat'\n(add --help to see the usage)\n")
+  const missing = await runCli(['keys', 'create'], {})
+  assert.equal(missing.code, 2)
+  assert.equal(missing.stderr, "error: required option '--name <name>' not specified\n(add --help to see the usage)\n")
 })
 
 test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, petstore elsewhere', async (t) => {
