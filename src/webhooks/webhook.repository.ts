@@ -96,7 +96,10 @@ export async function findWebhookPage (db: Db, { afterId = 0n, limit }: { afterI
 /**
  * Applies changes. A new URL or new types, or enabling a disabled subscription, make its first
  * undelivered event due at once with a fresh count of attempts (enabling one that is enabled changes
- * nothing). Undefined when there is no such subscription.
+ * nothing), and take its lease from the instance delivering to it: an attempt that instance has in
+ * flight, to the old URL, would otherwise record its outcome over this change (its count of attempts,
+ * its retry hours away, or a subscription disabled after its last attempt), and is not logged.
+ * Undefined when there is no such subscription.
  */
 export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, events, description, enabled }: WebhookChanges): Promise<Webhook | undefined> {
   const now = isoNow(clock)
@@ -109,7 +112,9 @@ export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, ev
     ...(enabled === false && { state: 'disabled', disabled_reason: null }),
     ...(enabled === true && { state: 'enabled', disabled_reason: null }),
     attempt: sql<number>`case when ${fresh} then 0 else attempt end`,
-    next_attempt_at: sql<string>`case when ${fresh} then ${now} else next_attempt_at end`
+    next_attempt_at: sql<string>`case when ${fresh} then ${now} else next_attempt_at end`,
+    lease_until: sql<string>`case when ${fresh} then '' else lease_until end`,
+    lease_token: sql<string | null>`case when ${fresh} then null else lease_token end`
   }).where('id', '=', id).returning(WEBHOOK_COLUMNS).executeTakeFirst()
   return row === undefined ? undefined : webhookOfRow(row)
 }

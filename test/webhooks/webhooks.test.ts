@@ -293,6 +293,30 @@ forEachStore((store) => {
     ])
   })
 
+  test('a new URL given while an attempt to the old one is on its way wins: the next attempt goes to it at once, as the first, whatever the old one comes to', async (t) => {
+    const testApp = await buildWithWebhooks(t, store, '50ms,50ms,1d')
+    const failing = await startReceiver(t)
+    failing.answers.push(500, 500, 500)
+    const releases: Array<() => void> = []
+    failing.hold = (request) => request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
+    const { id } = (await subscribe(testApp, { url: failing.url, events: ['*'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await failing.waitFor(3) // the last attempt the schedule allows, held on its way
+    const healthy = await startReceiver(t)
+    await patch(testApp, id, { url: healthy.url })
+    await healthy.waitFor(1)
+    for (const release of releases) release() // the old URL's last attempt fails after the change
+    await sleep(300)
+    const webhook = await getWebhook(testApp, id)
+    assert.equal(webhook.enabled, true, JSON.stringify(webhook))
+    assert.equal(healthy.received.length, 1)
+    assert.equal(healthy.received[0]!.body, failing.received[0]!.body)
+    const log = await deliveries(testApp, id)
+    assert.deepEqual(log[0] && { attempt: log[0].attempt, responseStatus: log[0].responseStatus }, { attempt: 1, responseStatus: 204 })
+    await createPet(testApp, { name: 'Tom', categoryId: 3 })
+    await healthy.waitFor(2)
+  })
+
   test('a retry asked for twice while queued is made once; past the queue\'s bound, 429', async (t) => {
     const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 20, maxQueuedRetries: 2 } })
     const receiver = await startReceiver(t)
