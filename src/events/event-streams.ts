@@ -31,6 +31,8 @@ interface Stream {
 
 const CATCH_UP_PAGE = 500
 const POLL_PAGE = 1000
+/** The longest the poller waits for the live streams' readers to take a page before it resets those behind. */
+const PAGE_WAIT_MS = 100
 
 /**
  * The live streams of an instance. One poller reads the event log for what was committed since its
@@ -156,6 +158,7 @@ export class EventStreams {
         if (this.#head !== head || events.length === 0) return
         for (const stream of this.#streams) if (stream.live) this.#send(stream, events)
         this.#head = events.at(-1)!.id
+        await this.#resetThoseBehind()
         if (!more) return
       }
     } finally {
@@ -163,7 +166,20 @@ export class EventStreams {
     }
   }
 
-  /** Writes the events past the stream's position that its filter keeps; resets a stream that cannot keep up. */
+  /**
+   * Resets the live streams whose readers have not taken what was sent, past the bound, after a
+   * moment (at most PAGE_WAIT_MS) to take it: a page's writes are held to the end of the turn (see
+   * write-coalescing), and a reader, however fast, takes them only after it. Counted at once, or
+   * with pages sent one after the other, a burst of a few thousand events reset every stream.
+   */
+  async #resetThoseBehind (): Promise<void> {
+    const isBehind = ({ live, response }: Stream) => live && isOpen(response) && response.writableLength > this.limits.maxBufferedBytes
+    const behind = [...this.#streams].filter(isBehind)
+    await Promise.all(behind.map(async ({ response }) => { await drainedOrClosed(response, PAGE_WAIT_MS) }))
+    for (const stream of behind) if (isBehind(stream)) this.#reset(stream)
+  }
+
+  /** Writes the events past the stream's position that its filter keeps. */
   #send (stream: Stream, events: readonly StoredEvent[]): void {
     const { response } = stream
     if (!isOpen(response)) return
@@ -172,7 +188,6 @@ export class EventStreams {
       stream.position = event.id
       if (stream.types === undefined || stream.types.has(event.type)) response.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.json}\n\n`)
     }
-    if (response.writableLength > this.limits.maxBufferedBytes) this.#reset(stream)
   }
 
   /** Ends a stream that cannot go on (its reader fell behind, or events it was due were deleted), telling it where to resume from the feed. */
@@ -237,14 +252,16 @@ function isOpen (response: ServerResponse): boolean {
   return !response.writableEnded && !response.destroyed
 }
 
-/** Resolves when the response can take more, or has closed. */
-async function drainedOrClosed (response: ServerResponse): Promise<void> {
+/** Resolves when the response can take more, or has closed, or after `timeoutMs` when given. */
+async function drainedOrClosed (response: ServerResponse, timeoutMs?: number): Promise<void> {
   await new Promise<void>((resolve) => {
     const done = () => {
+      clearTimeout(timer)
       response.off('drain', done)
       response.off('close', done)
       resolve()
     }
+    const timer = timeoutMs === undefined ? undefined : setTimeout(done, timeoutMs)
     response.on('drain', done)
     response.on('close', done)
   })
