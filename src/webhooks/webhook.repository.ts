@@ -1,5 +1,6 @@
 import { isoNow, type Clock } from '../clock.js'
 import type { Database, Db } from '../db/database.js'
+import { isPostgres } from '../db/dialect.js'
 import { lockIdOrder } from '../db/id-order-lock.js'
 import { findLastEventId } from '../events/event.repository.js'
 import type { ClaimedCreate } from '../idempotency/idempotent-create.js'
@@ -173,14 +174,21 @@ export async function findDeliveredEventId (db: Db, webhookId: bigint, deliveryI
 
 /**
  * Asks for one more attempt at an event, made by the dispatcher of any instance (once, however often
- * it is asked while queued); false when `limit` retries of the subscription are queued already.
+ * it is asked while queued, even with the queue full); false when `limit` retries of the
+ * subscription are queued already. Counted and queued in one transaction, under the subscription's
+ * row lock on PostgreSQL (SQLite's transactions take its one write lock): requests on several
+ * instances at once passed the bound together.
  */
 export async function queueRedelivery (db: Db, webhookId: bigint, eventId: bigint, limit: number): Promise<boolean> {
-  const { count } = await db.selectFrom('webhook_redeliveries').select((eb) => eb.fn.countAll<string>().as('count'))
-    .where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()
-  if (Number(count) >= limit) return false
-  await db.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' })
-    .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
-    .execute()
-  return true
+  return await db.transaction().execute(async (trx) => {
+    if (isPostgres(trx)) await trx.selectFrom('webhooks').select('id').where('id', '=', webhookId).forUpdate().execute()
+    const queued = trx.selectFrom('webhook_redeliveries').where('webhook_id', '=', webhookId)
+    if (await queued.select('id').where('event_id', '=', eventId).executeTakeFirst() !== undefined) return true
+    const { count } = await queued.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow()
+    if (Number(count) >= limit) return false
+    await trx.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' })
+      .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
+      .execute()
+    return true
+  })
 }

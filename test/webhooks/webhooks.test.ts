@@ -9,6 +9,7 @@ import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
 import { createMetrics } from '../../src/metrics/metrics.js'
 import { pruneExpiredDeliveries } from '../../src/webhooks/expired-delivery-prune.js'
 import { findOldestOwedPosition } from '../../src/webhooks/webhook-queue.js'
+import { queueRedelivery } from '../../src/webhooks/webhook.repository.js'
 import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, TEST_LIMITS, type TestApp, type TestStore } from '../helper.js'
 import { startReceiver, type Received } from './receiver.js'
 
@@ -341,6 +342,20 @@ forEachStore((store) => {
     await sleep(300)
     const again = receiver.received.slice(3).map(({ headers }) => headers['webhook-id'])
     assert.deepEqual(again.sort(), [receiver.received[0]!.headers['webhook-id'], receiver.received[1]!.headers['webhook-id']].sort(), 'Rex once more, and Tom')
+  })
+
+  test('retries asked for at once, on several connections of the store, are queued up to the bound and no further', async (t) => {
+    // No look for work: what is queued stays queued.
+    const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 3_600_000 } })
+    const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
+    for (let i = 0; i < 20; i++) await createPet(testApp, { name: `Pet ${i}`, categoryId: 3 })
+    const eventIds = (await testApp.app.inject({ url: '/v1/events?limit=20', headers: testApp.auth })).json().map((event: { id: number }) => BigInt(event.id))
+    assert.equal(eventIds.length, 20)
+    const queued = await Promise.all(eventIds.map(async (eventId: bigint) => await queueRedelivery(testApp.db, BigInt(id), eventId, 5)))
+    assert.equal(queued.filter(Boolean).length, 5)
+    const { count } = await testApp.db.selectFrom('webhook_redeliveries').select((eb) => eb.fn.countAll<string>().as('count')).where('webhook_id', '=', BigInt(id)).executeTakeFirstOrThrow()
+    assert.equal(Number(count), 5)
+    assert.equal(await queueRedelivery(testApp.db, BigInt(id), eventIds[queued.indexOf(true)], 5), true, 'an event queued already is queued, the queue full or not')
   })
 
   test('a deliveries page\'s cursor serves that subscription\'s log only', async (t) => {
