@@ -62,9 +62,9 @@ export async function checkedAddresses (network: WebhookNetwork, hostname: strin
   return addresses
 }
 
-/** `localhost` and the names under it, with or without the root's dot: loopback names by RFC 6761 (section 6.3). */
+/** `localhost` and the names under it, with or without dots after them: loopback names by RFC 6761 (section 6.3). */
 function namesLoopback (hostname: string): boolean {
-  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname
+  const name = hostname.replace(/\.+$/, '')
   return name === 'localhost' || name.endsWith('.localhost')
 }
 

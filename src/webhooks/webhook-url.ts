@@ -1,6 +1,7 @@
 import { ApiError } from '../errors.js'
 import { withoutSecrets } from '../without-secrets.js'
 import { checkedAddresses, RefusedAddressError, type WebhookNetwork } from './webhook-transport.js'
+import { MAX_WEBHOOK_URL_LENGTH } from './webhook.schemas.js'
 
 // A registration waits this long for the receiver's name to resolve; past it, the check at each
 // connection is the one that counts.
@@ -25,6 +26,10 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   if (url.port === '0') throw refused('its port must be from 1 to 65535')
   // `hash` is empty for an empty fragment too, where the text still ends in `#`.
   if (url.href.includes('#')) throw refused(`it must not hold a fragment (${withoutSecrets(url.hash).slice(0, 64) || '#'}), which is never sent`)
+  if (url.href.length > MAX_WEBHOOK_URL_LENGTH) {
+    throw refused(`it is ${url.href.length.toLocaleString('en')} characters once parsed (non-ASCII characters percent-encoded, as it is stored and sent); ` +
+      `at most ${MAX_WEBHOOK_URL_LENGTH.toLocaleString('en')} are taken`)
+  }
   if (allowPrivate) return url.href
   let timer: NodeJS.Timeout | undefined
   const timedOut = new Promise<void>((resolve) => { timer = setTimeout(resolve, RESOLVE_TIMEOUT_MS) })

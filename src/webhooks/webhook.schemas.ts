@@ -9,9 +9,12 @@ const EventId = Int64({ minimum: 1, description: 'The id of the event, as in the
 const Time = (description: string) => Type.String({ format: 'date-time', description, examples: ['2026-11-24T10:15:30.000Z'] })
 const Nullable = (schema: ReturnType<typeof Type.String>) => Type.Union([schema, Type.Null()])
 
+/** The longest URL a subscription takes, as sent and as parsed (the form stored). */
+export const MAX_WEBHOOK_URL_LENGTH = 2048
+
 const Url = Type.String({
   minLength: 1,
-  maxLength: 2048,
+  maxLength: MAX_WEBHOOK_URL_LENGTH,
   pattern: WELL_FORMED_TEXT,
   description: 'Where events are POSTed: an `https` URL whose host resolves to public addresses only; redirects are not followed. Stored as parsed (`HTTPS://Hooks.Example.com` is `https://hooks.example.com/`)',
   examples: ['https://hooks.example.com/petstore']

@@ -82,12 +82,18 @@ test('a URL naming an address that is not public is refused with 422, for every 
   assert.equal(errorOf(await register(testApp, 'https://hooks.example.com/hook#part')).message, 'The webhook URL is refused: it must not hold a fragment (#part), which is never sent')
   // An empty fragment is still a fragment: the URL's `hash` is empty, its text ends in `#`.
   assert.equal(errorOf(await register(testApp, 'https://hooks.example.com/hook#')).message, 'The webhook URL is refused: it must not hold a fragment (#), which is never sent')
+  // Within the 2,048 characters sent, but past them as parsed and stored, non-ASCII characters percent-encoded:
+  // answered as it is stored, past the maxLength its schema declares.
+  assert.equal(errorOf(await register(testApp, `https://hooks.example.com/${'é'.repeat(2000)}`)).message,
+    'The webhook URL is refused: it is 12,026 characters once parsed (non-ASCII characters percent-encoded, as it is stored and sent); at most 2,048 are taken')
   assert.equal((await testApp.app.inject({ url: '/v1/webhooks', headers: testApp.auth })).json().length, 0, 'nothing was stored')
 })
 
 test('a name under localhost is refused with 422 whether or not it resolves here (RFC 6761)', async (t) => {
   const testApp = await appOn(t, fakeNetwork(new Map(), () => 0))
-  for (const [url, hostname] of [['https://localhost./hook', 'localhost.'], ['https://LOCALHOST./hook', 'localhost.'], ['https://hooks.localhost/hook', 'hooks.localhost'], ['https://a.b.localhost./hook', 'a.b.localhost.']]) {
+  for (const [url, hostname] of [['https://localhost./hook', 'localhost.'], ['https://LOCALHOST./hook', 'localhost.'], ['https://hooks.localhost/hook', 'hooks.localhost'], ['https://a.b.localhost./hook', 'a.b.localhost.'],
+    // More than the root's dot: no resolver here knew the name, so it passed.
+    ['https://localhost../hook', 'localhost..'], ['https://LOCALHOST%2e./hook', 'localhost..']]) {
     const response = await register(testApp, url!)
     assert.equal(response.statusCode, 422, url)
     assert.equal(errorOf(response).message, `The webhook URL is refused: ${hostname} names this machine; webhooks reach public addresses only`)
