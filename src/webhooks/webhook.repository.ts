@@ -95,16 +95,20 @@ export async function findWebhookPage (db: Db, { afterId = 0n, limit }: { afterI
 }
 
 /**
- * Applies changes. A new URL or new types, or enabling a disabled subscription, make its first
- * undelivered event due at once with a fresh count of attempts (enabling one that is enabled changes
- * nothing), and take its lease from the instance delivering to it: an attempt that instance has in
- * flight, to the old URL, would otherwise record its outcome over this change (its count of attempts,
- * its retry hours away, or a subscription disabled after its last attempt), and is not logged.
+ * Applies changes. A URL or types other than the current ones, or enabling a disabled subscription,
+ * make its first undelivered event due at once with a fresh count of attempts (the same URL sent
+ * again changes nothing of the schedule). A new URL also takes the lease from the instance delivering
+ * to the old one: the outcome of an attempt on its way there would otherwise be recorded over this
+ * change (its count of attempts, its retry hours away, or the subscription disabled after its last
+ * attempt). That attempt, and the next event should it succeed, still go to the old URL, unrecorded.
  * Undefined when there is no such subscription.
  */
 export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, events, description, enabled }: WebhookChanges): Promise<Webhook | undefined> {
   const now = isoNow(clock)
-  const fresh = url !== undefined || events !== undefined ? sql<boolean>`true` : enabled === true ? sql<boolean>`state = 'disabled'` : sql<boolean>`false`
+  // Compared with the row as it was: a SET's expressions read it before the update.
+  const newUrl = url === undefined ? sql<boolean>`false` : sql<boolean>`url <> ${url}`
+  const newTypes = events === undefined ? sql<boolean>`false` : sql<boolean>`event_types <> ${eventTypesColumn(events)}`
+  const fresh = sql<boolean>`(${newUrl} or ${newTypes} or ${enabled === true ? sql`state = 'disabled'` : sql`false`})`
   const row = await db.updateTable('webhooks').set({
     updated_at: now,
     ...(url !== undefined && { url }),
@@ -114,8 +118,8 @@ export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, ev
     ...(enabled === true && { state: 'enabled', disabled_reason: null }),
     attempt: sql<number>`case when ${fresh} then 0 else attempt end`,
     next_attempt_at: sql<string>`case when ${fresh} then ${now} else next_attempt_at end`,
-    lease_until: sql<string>`case when ${fresh} then '' else lease_until end`,
-    lease_token: sql<string | null>`case when ${fresh} then null else lease_token end`
+    lease_until: sql<string>`case when ${newUrl} then '' else lease_until end`,
+    lease_token: sql<string | null>`case when ${newUrl} then null else lease_token end`
   }).where('id', '=', id).returning(WEBHOOK_COLUMNS).executeTakeFirst()
   return row === undefined ? undefined : webhookOfRow(row)
 }
