@@ -175,7 +175,11 @@ export class EventStreams {
   async #resetThoseBehind (): Promise<void> {
     const isBehind = ({ live, response }: Stream) => live && isOpen(response) && response.writableLength > this.limits.maxBufferedBytes
     const behind = [...this.#streams].filter(isBehind)
+    if (behind.length === 0) return
     await Promise.all(behind.map(async ({ response }) => { await drainedOrClosed(response, PAGE_WAIT_MS) }))
+    // Past the loop's poll for I/O: a wait's timer that came late (the loop was busy) runs before it,
+    // and a socket's writes the reader made room for would not be counted yet.
+    await new Promise((resolve) => { setImmediate(resolve) })
     for (const stream of behind) if (isBehind(stream)) this.#reset(stream)
   }
 
