@@ -170,6 +170,23 @@ function withoutCredentialParameters (url: string): string {
   return url.replace(CREDENTIAL_PARAMETER, '$1***')
 }
 
+/**
+ * Whether an @ follows the / that ends a URL's host (before its query): a / in the user name or
+ * password, not percent-encoded, ends the host early, and the driver would connect to a host named
+ * after a part of the password (`app:pw@sec/ret@db/pets`), which its error shows, or fail on a port
+ * made of one (`app:pa/ss@db/pets`).
+ */
+function splitsUserInfo (url: string): boolean {
+  const afterScheme = url.slice(url.indexOf('//') + 2).split(/[?#]/, 1)[0]!
+  const hostEnd = afterScheme.indexOf('/')
+  return hostEnd !== -1 && afterScheme.includes('@', hostEnd)
+}
+
+/** The error for a setting of the form its pattern asks that is still no URL (a port past 65535, say). */
+function notAUrl (name: string, value: string, rule = ''): ConfigError {
+  return new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(value))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)${rule}`)
+}
+
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {}
@@ -193,15 +210,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {
     const url = config[name]
     if (url?.startsWith('postgres') !== true) continue
-    if (!URL.canParse(url)) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
+    if (splitsUserInfo(url)) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its user name or password holds a / ` +
+        'that is not percent-encoded: write / as %2F (and @ as %40)')
     }
-    // The host ends at the first /: in `app:pa/ss@word@db/pets` the driver connects to "ss@word"'s host,
-    // and its error names it, a part of the password.
-    if (new URL(url).pathname.includes('@')) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its user name or password holds a / or an @ ` +
-        'that is not percent-encoded: write / as %2F and @ as %40')
-    }
+    if (!URL.canParse(url)) throw notAUrl(name, url)
   }
   if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {
     throw new ConfigError('Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a SQLite store; ' +
@@ -215,16 +228,13 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // ioredis reads the path as the database's number, and a path of another kind as NaN.
   const redisUrl = config.REDIS_URL
   if (redisUrl !== undefined && !(URL.canParse(redisUrl) && /^\/?\d*$/.test(new URL(redisUrl).pathname))) {
-    throw new ConfigError(`Invalid configuration: REDIS_URL is ${JSON.stringify(withoutPassword(redisUrl))}; it must be ${allowedValues('REDIS_URL')}: ` +
-      'a URL (its port a number up to 65535), with no path or a database number (/0)')
+    throw notAUrl('REDIS_URL', redisUrl, ', with no path or a database number (/0)')
   }
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
     const url = config[name]?.replace(/\/+$/, '')
     if (url === undefined) continue
     if (url.endsWith('/v1')) throw new ConfigError(`Invalid configuration: ${name} must be the service root, without /v1`)
-    if (!URL.canParse(url)) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)`)
-    }
+    if (!URL.canParse(url)) throw notAUrl(name, url)
     // The OpenAPI document, served without a key, lists it, and Location headers start with it.
     if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
     config[name] = url

@@ -32,7 +32,10 @@ test('a configuration error names the variable, the value received and what is a
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
     // Taken, the driver connected to "secretpart" and its error named that host: a part of the password.
     [{ DATABASE_URL: 'postgres://app:hunter2@secretpart/rest@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432/pets"; ' +
-    'its user name or password holds a / or an @ that is not percent-encoded: write / as %2F and @ as %40'],
+    'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
+    // The common case: it was no URL, and the message said nothing of the / in the password.
+    [{ DATABASE_DIRECT_URL: 'postgres://app:pa/ss@db/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/pets"; ' +
+    'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
     // Ignored, it left the operator believing the change notifications took a direct connection.
     [{ DATABASE_URL: 'sqlite:/tmp/pets.db', DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a ' +
     'SQLite store; DATABASE_DIRECT_URL is for PostgreSQL behind a pooler: unset it, or set DATABASE_URL to the pooler'],
@@ -71,6 +74,8 @@ test('a configuration error names the variable, the value received and what is a
   ]
   for (const [env, message] of cases) assert.throws(() => loadConfig(env), { name: 'ConfigError', message })
   assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).METRICS_PORT, 0, 'two ports the system picks are two ports')
+  const inQuery = 'postgres://app:s3cret@db/pets?application_name=billing@eu'
+  assert.equal(loadConfig({ DATABASE_URL: inQuery }).DATABASE_URL, inQuery, 'an @ in the query is no password\'s')
 })
 
 test('an invalid value is a one-line error naming the variable', () => {
