@@ -24,7 +24,9 @@ const refusedConnections = new WeakSet<object>()
 export function markConnectionRefused (error: unknown): unknown {
   if (typeof error === 'object' && error !== null) refusedConnections.add(error)
   if (error instanceof Error && NO_PASSWORD_GIVEN.test(error.message)) {
-    error.message = 'PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB'
+    const plain = 'PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB'
+    error.stack = error.stack?.replace(error.message, plain)
+    error.message = plain
   }
   return error
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Client } from 'pg'
 import type { StoreLog } from '../store.js'
+import { markConnectionRefused } from '../store-errors.js'
 
 /** The channel a trigger on the pets table notifies on every change (migration 009). */
 export const PET_CHANGES_CHANNEL = 'petstore_pet_changes'
@@ -132,7 +133,7 @@ export class PostgresChangeFeed {
     })
     client.on('error', (err) => { this.#lost(client, err) })
     client.on('end', () => { this.#lost(client, new Error('the connection ended')) })
-    await client.connect()
+    await client.connect().catch((error: unknown) => { throw markConnectionRefused(error) })
     if (this.#closed) return await client.end()
     await client.query(`listen ${PET_CHANGES_CHANNEL}`)
     const heardUpTo = await this.#probe()

@@ -113,6 +113,6 @@ async function connectOnce (connectionString: string, connectMs: number, lockWai
   // The lock's wait is bounded by the server (lock_timeout); a frozen server's, by the client.
   const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: lockWaitMs + CLIENT_MARGIN_MS })
   client.on('error', () => {}) // a lost connection fails the lock's query, or frees the lock
-  await client.connect()
+  await client.connect().catch((error: unknown) => { throw markConnectionRefused(error) })
   return client
 }
