@@ -69,7 +69,7 @@ export async function serve (config: Config): Promise<void> {
     skip: worker ? [...stopSignals] : [],
     logger,
     onSecondSignal: (signal) => { logger.error({ signal }, `second ${signal}: exiting at once, without the requests in flight`) },
-    onTimeout: (delay) => { logger.error({ graceMs: delay }, `requests still in flight ${delay / 1000} s after the signal: exiting without them`) }
+    onTimeout: (delay) => { logger.error({ graceMs: delay }, `shutdown not finished within ${delay / 1000} s (requests in flight, or the store closing): exiting without it`) }
   }, async ({ signal, err, manual }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
     else app.log.info({ signal }, manual === true ? 'shutting down: the primary process asked' : 'shutting down')

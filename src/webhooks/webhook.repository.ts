@@ -176,23 +176,26 @@ export async function findDeliveredEventId (db: Db, webhookId: bigint, deliveryI
   return row?.event_id
 }
 
+/** What asking for a retry came to: queued (or queued already), the queue full, or the subscription gone meanwhile. */
+export type RedeliveryQueued = 'queued' | 'full' | 'gone'
+
 /**
  * Asks for one more attempt at an event, made by the dispatcher of any instance (once, however often
- * it is asked while queued, even with the queue full); false when `limit` retries of the
- * subscription are queued already. Counted and queued in one transaction, under the subscription's
- * row lock on PostgreSQL (SQLite's transactions take its one write lock): requests on several
- * instances at once passed the bound together.
+ * it is asked while queued, even with the queue full), unless `limit` retries of the subscription are
+ * queued already. Counted and queued in one transaction, under the subscription's row lock on
+ * PostgreSQL (SQLite's transactions take its one write lock): requests on several instances at once
+ * passed the bound together, and a subscription deleted meanwhile was left a retry of its own.
  */
-export async function queueRedelivery (db: Db, webhookId: bigint, eventId: bigint, limit: number): Promise<boolean> {
+export async function queueRedelivery (db: Db, webhookId: bigint, eventId: bigint, limit: number): Promise<RedeliveryQueued> {
   return await db.transaction().execute(async (trx) => {
-    if (isPostgres(trx)) await trx.selectFrom('webhooks').select('id').where('id', '=', webhookId).forUpdate().execute()
+    let subscription = trx.selectFrom('webhooks').select('id').where('id', '=', webhookId)
+    if (isPostgres(trx)) subscription = subscription.forUpdate()
+    if (await subscription.executeTakeFirst() === undefined) return 'gone'
     const queued = trx.selectFrom('webhook_redeliveries').where('webhook_id', '=', webhookId)
-    if (await queued.select('id').where('event_id', '=', eventId).executeTakeFirst() !== undefined) return true
+    if (await queued.select('id').where('event_id', '=', eventId).executeTakeFirst() !== undefined) return 'queued'
     const { count } = await queued.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow()
-    if (Number(count) >= limit) return false
-    await trx.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' })
-      .onConflict((conflict) => conflict.columns(['webhook_id', 'event_id']).doNothing())
-      .execute()
-    return true
+    if (Number(count) >= limit) return 'full'
+    await trx.insertInto('webhook_redeliveries').values({ webhook_id: webhookId, event_id: eventId, lease_until: '' }).execute()
+    return 'queued'
   })
 }

@@ -257,10 +257,14 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     }
   }, async (request, reply) => {
     const { webhookId, deliveryId } = request.params
+    const noSuchDelivery = new ApiError(404, 'not_found', `No delivery with id ${deliveryId} of webhook ${webhookId}`)
     const eventId = await findDeliveredEventId(db, webhookId, deliveryId)
-    if (eventId === undefined) throw new ApiError(404, 'not_found', `No delivery with id ${deliveryId} of webhook ${webhookId}`)
+    if (eventId === undefined) throw noSuchDelivery
     if (await findEvent(db, eventId) === undefined) throw new ApiError(410, 'events_expired', `Event ${eventId} is no longer kept; it cannot be sent again`)
-    if (!await queueRedelivery(db, webhookId, eventId, maxQueuedRetries)) {
+    const queued = await queueRedelivery(db, webhookId, eventId, maxQueuedRetries)
+    // Deleted meanwhile, with its deliveries log.
+    if (queued === 'gone') throw noSuchDelivery
+    if (queued === 'full') {
       throw new ApiError(429, 'rate_limited', `${maxQueuedRetries} retries of webhook ${webhookId} are queued already; retry once they are made`, {
         headers: { 'retry-after': '10' }
       })

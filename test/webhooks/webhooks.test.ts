@@ -359,7 +359,7 @@ forEachStore((store) => {
     assert.deepEqual(again.sort(), [receiver.received[0]!.headers['webhook-id'], receiver.received[1]!.headers['webhook-id']].sort(), 'Rex once more, and Tom')
   })
 
-  test('retries asked for at once, on several connections of the store, are queued up to the bound and no further', async (t) => {
+  test('retries asked for at once are queued up to the bound and no further, and none for a subscription deleted meanwhile', async (t) => {
     // No look for work: what is queued stays queued.
     const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 3_600_000 } })
     const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
@@ -367,10 +367,13 @@ forEachStore((store) => {
     const eventIds = (await testApp.app.inject({ url: '/v1/events?limit=20', headers: testApp.auth })).json().map((event: { id: number }) => BigInt(event.id))
     assert.equal(eventIds.length, 20)
     const queued = await Promise.all(eventIds.map(async (eventId: bigint) => await queueRedelivery(testApp.db, BigInt(id), eventId, 5)))
-    assert.equal(queued.filter(Boolean).length, 5)
+    assert.equal(queued.filter((outcome) => outcome === 'queued').length, 5)
+    assert.equal(queued.filter((outcome) => outcome === 'full').length, 15)
     const { count } = await testApp.db.selectFrom('webhook_redeliveries').select((eb) => eb.fn.countAll<string>().as('count')).where('webhook_id', '=', BigInt(id)).executeTakeFirstOrThrow()
     assert.equal(Number(count), 5)
-    assert.equal(await queueRedelivery(testApp.db, BigInt(id), eventIds[queued.indexOf(true)], 5), true, 'an event queued already is queued, the queue full or not')
+    assert.equal(await queueRedelivery(testApp.db, BigInt(id), eventIds[queued.indexOf('queued')], 5), 'queued', 'an event queued already is queued, the queue full or not')
+    assert.equal((await testApp.app.inject({ method: 'DELETE', url: `/v1/webhooks/${id}`, headers: testApp.auth })).statusCode, 204)
+    assert.equal(await queueRedelivery(testApp.db, BigInt(id), eventIds[0], 5), 'gone', 'no retry is left to a subscription deleted meanwhile')
   })
 
   test('a deliveries page\'s cursor serves that subscription\'s log only', async (t) => {
