@@ -16,7 +16,9 @@ const EXACT = { parseNumber: parseExactNumber, onDuplicateKey: ({ newValue }: { 
 const MAYBE_INEXACT_NUMBER = /\d{16}|\d[.eE]/
 // secure-json-parse's message for a "__proto__" key, and for a "constructor" holding "prototype".
 const FORBIDDEN_KEY = 'Object contains forbidden prototype property'
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i
+// A media type's parameter (RFC 9110, section 5.6.6): a name, then a token or a quoted string, which
+// may hold a `;` or an escaped `"`, and is passed over whole.
+const PARAMETER = /;\s*([!#$%&'*+.^`|~\w-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;\s"]*)/g
 // US-ASCII text is UTF-8 as it stands (RFC 8259 defines no charset for JSON; these are the ones that mean its encoding).
 const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii'])
 
@@ -53,6 +55,14 @@ function notParsed (text: string, error: unknown): ApiError {
     if (syntaxError instanceof JsonSyntaxError) return new ApiError(400, 'invalid_json', `Request body is not valid JSON: ${syntaxError.message}`, { cause: error })
   }
   return new ApiError(400, 'invalid_json', 'Request body is not valid JSON', { cause: error })
+}
+
+/** The first `charset` parameter of a Content-Type, in lower case and without its quotes (the first, as WHATWG's MIME parsing takes). */
+function charsetOf (contentType: string): string | undefined {
+  for (const [, name, value] of contentType.matchAll(PARAMETER)) {
+    if (name!.toLowerCase() === 'charset') return value!.replace(/^"(.*)"$/, '$1').toLowerCase()
+  }
+  return undefined
 }
 
 // What curl -d sends unless told otherwise: the commonest first mistake.
@@ -117,7 +127,7 @@ export default fp(async (app) => {
       done(unsupportedTransferCoding(transferCodings), undefined)
       return
     }
-    const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
+    const charset = charsetOf(request.headers['content-type'] ?? '')
     if (charset !== undefined && !UTF8_CHARSETS.has(charset)) {
       done(unsupportedMediaType(request.headers['content-type']), undefined)
       return

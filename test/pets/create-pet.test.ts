@@ -239,6 +239,13 @@ forEachStore((store) => {
       })
       assert.equal(response.statusCode, 201, charset)
     }
+    // A parameter's quoted value may hold a `;`: what follows it there is that value, not a charset (it was read as one: 415).
+    for (const contentType of ['application/json; profile="https://example.com/p;charset=latin1"', 'application/json; a="x\\"; charset=latin1"; charset=utf-8']) {
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': contentType }, payload: '{"name":"Rex","categoryId":1}' })
+      assert.equal(response.statusCode, 201, contentType)
+    }
+    const latin1 = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/json; profile="p"; charset=latin1' }, payload: '{"name":"Rex","categoryId":1}' })
+    assert.equal(latin1.statusCode, 415)
   })
 
   test('createPet answers 413 for a body over 16 KiB', async (t) => {
