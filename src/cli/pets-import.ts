@@ -1,6 +1,6 @@
 import { once } from 'node:events'
-import { constants, createWriteStream, open as openDescriptor, rmSync } from 'node:fs'
-import { mkdtemp, open, stat, type FileHandle } from 'node:fs/promises'
+import { constants, createWriteStream, mkdtempSync, open as openDescriptor, rmSync } from 'node:fs'
+import { open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Socket } from 'node:net'
@@ -170,7 +170,9 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
   }
   let folder: string
   try {
-    folder = await mkdtemp(join(tmpdir(), 'petstore-import-'))
+    // Made and marked for removal in one step: made on libuv's pool, it existed a turn before its
+    // removal at exit was set, and a signal in that turn left it behind.
+    folder = mkdtempSync(join(tmpdir(), 'petstore-import-'))
   } catch (error) {
     source.destroy()
     throw cannotCopy(path, error)
