@@ -17,17 +17,19 @@ export interface LeasedWebhook {
   secrets: string[]
   deliveredThrough: bigint
   attempt: number
+  /** When it was due: only a PATCH that makes it due afresh (new types, enabled again) moves it while the lease is held. */
+  dueAt: string
 }
 
 /** The subscription's row if the lease is still this instance's: changes (a PATCH, a rotation) are seen at the next batch. */
 export async function readLeasedWebhook (db: Db, id: bigint, leaseToken: string, now: string): Promise<LeasedWebhook | undefined> {
   const row = await db.selectFrom('webhooks')
-    .select(['id', 'url', 'event_types', 'state', 'secret', 'previous_secret', 'previous_secret_until', 'delivered_through', 'attempt'])
+    .select(['id', 'url', 'event_types', 'state', 'secret', 'previous_secret', 'previous_secret_until', 'delivered_through', 'attempt', 'next_attempt_at'])
     .where('id', '=', id).where('lease_token', '=', leaseToken)
     .executeTakeFirst()
   if (row === undefined || row.state !== 'enabled') return undefined
   const secrets = signingSecrets(row, now)
-  return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt) }
+  return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt), dueAt: row.next_attempt_at }
 }
 
 /** Whether any subscription is enabled. */
@@ -63,14 +65,18 @@ export interface AttemptRecord {
   durationMs: number
 }
 
-/** How the subscription stands after an attempt. */
+/**
+ * How the subscription stands after an attempt. A failure's count and schedule are those of the
+ * subscription as it was due at `dueAt`: should a PATCH have made it due afresh while the attempt was
+ * on its way (new types, enabled again), the fresh count and schedule stand, and the lease is given up.
+ */
 export type AfterAttempt =
   /** Delivered: the position moves past the event, and the lease is extended. */
   | { kind: 'delivered', leaseUntil: string } |
   /** Failed, with a retry at `nextAttemptAt`: the lease is given up. */
-  { kind: 'retry', nextAttemptAt: string } |
+  { kind: 'retry', dueAt: string, nextAttemptAt: string } |
   /** Failed for good (a 410, or the last retry): the subscription is disabled and the lease given up. */
-  { kind: 'disable', reason: string }
+  { kind: 'disable', dueAt: string, reason: string }
 
 /** What a record of an attempt found: whether the lease was held (and still is), and whether the next event may go. */
 export interface Recorded {
@@ -87,15 +93,19 @@ export interface Recorded {
 export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: string, record: AttemptRecord, after: AfterAttempt): Promise<Recorded> {
   const update = (creator: QueryCreator<Database>) => {
     const held = creator.updateTable('webhooks').where('id', '=', webhookId).where('lease_token', '=', leaseToken)
-    return (after.kind === 'delivered' ?
-        held.set({ delivered_through: record.eventId, attempt: 0, lease_until: after.leaseUntil }) :
-        held.set({
-          attempt: record.attempt,
-          last_error: record.error,
-          lease_until: '',
-          lease_token: null,
-          ...(after.kind === 'retry' ? { next_attempt_at: after.nextAttemptAt } : { state: 'disabled', disabled_reason: after.reason })
-        })).returning('state')
+    if (after.kind === 'delivered') return held.set({ delivered_through: record.eventId, attempt: 0, lease_until: after.leaseUntil }).returning('state')
+    // Each expression reads the row as it was before the update.
+    const stillDue = sql<boolean>`next_attempt_at = ${after.dueAt}`
+    const unlessChanged = <T>(value: T, column: 'attempt' | 'next_attempt_at' | 'state' | 'disabled_reason') => sql<T>`case when ${stillDue} then ${value} else ${sql.ref(column)} end`
+    return held.set({
+      attempt: unlessChanged(record.attempt, 'attempt'),
+      last_error: record.error,
+      lease_until: '',
+      lease_token: null,
+      ...(after.kind === 'retry' ?
+          { next_attempt_at: unlessChanged(after.nextAttemptAt, 'next_attempt_at') } :
+          { state: unlessChanged('disabled', 'state'), disabled_reason: unlessChanged(after.reason, 'disabled_reason') })
+    }).returning('state')
   }
   // On PostgreSQL one statement: one round trip a delivery instead of four (begin, update, insert,
   // commit), which set the pace of a subscription under load (docs/benchmarks.md). Its CTEs run

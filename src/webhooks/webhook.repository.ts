@@ -101,6 +101,8 @@ export async function findWebhookPage (db: Db, { afterId = 0n, limit }: { afterI
  * to the old one: the outcome of an attempt on its way there would otherwise be recorded over this
  * change (its count of attempts, its retry hours away, or the subscription disabled after its last
  * attempt). That attempt, and the next event should it succeed, still go to the old URL, unrecorded.
+ * New types, or enabling it again, keep the lease: the attempt on its way is recorded, but a failure
+ * leaves the fresh count and schedule as they are (`AfterAttempt`).
  * Undefined when there is no such subscription.
  */
 export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, events, description, enabled }: WebhookChanges): Promise<Webhook | undefined> {

@@ -316,6 +316,28 @@ forEachStore((store) => {
     ], 'the old URL\'s last attempt, on its way at the change, is not recorded')
   })
 
+  for (const [change, patches] of [['given new types', [{ events: ['pet.created'] }]], ['enabled again', [{ enabled: false }, { enabled: true }]]] as const) {
+    test(`a subscription ${change} while its last attempt is on its way stays so, whatever that attempt comes to: the next goes at once, as the first`, async (t) => {
+      const testApp = await buildWithWebhooks(t, store, '50ms,50ms')
+      const receiver = await startReceiver(t)
+      receiver.answers.push(500, 500, 500)
+      const releases: Array<() => void> = []
+      receiver.hold = (request) => request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
+      const { id } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+      await createPet(testApp, { name: 'Rex', categoryId: 3 })
+      await receiver.waitFor(3) // the schedule's last attempt, held on its way
+      for (const body of patches) await patch(testApp, id, body)
+      for (const release of releases) release()
+      await receiver.waitFor(4)
+      await until('the attempts are logged', async () => (await deliveries(testApp, id)).length === 4)
+      assert.deepEqual((await deliveries(testApp, id)).map(({ attempt, responseStatus }) => ({ attempt, responseStatus })), [
+        { attempt: 1, responseStatus: 204 }, { attempt: 3, responseStatus: 500 }, { attempt: 2, responseStatus: 500 }, { attempt: 1, responseStatus: 500 }
+      ])
+      const webhook = await getWebhook(testApp, id)
+      assert.equal(webhook.enabled, true, webhook.disabledReason)
+    })
+  }
+
   test('the URL sent again as it is (a client that PATCHes the whole subscription) changes nothing: the event on its way is not sent twice', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
