@@ -55,7 +55,7 @@ function buildProgram (): Command {
     .version(packageJson.version, '-V, --version', 'print the version')
     // A hint, not the help itself: twenty lines of it pushed the one line that says what is wrong out of sight.
     .showHelpAfterError('(add --help to see the usage)')
-    .configureOutput({ outputError: (text, write) => { write(printableLines(text)) } })
+    .configureOutput({ outputError: (text, write) => { write(printableUsageError(text)) } })
     .exitOverride((error) => { process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE) })
     .addHelpText('after', examples(
       `${cmd} serve                              # the API on :8080, SQLite in ./data`,
@@ -220,6 +220,15 @@ a name,categoryId[,status] header.`)
 function parseBatchSize (text: string): number {
   if (!/^\d{1,4}$/.test(text) || Number(text) < 1 || Number(text) > 5000) throw new InvalidArgumentError('a batch size is a whole number from 1 to 5000')
   return Number(text)
+}
+
+/**
+ * Commander's error, `message\n`, as one printable line: a line break in it comes from a value it
+ * quotes, but for the line of its own suggestion.
+ */
+function printableUsageError (text: string): string {
+  const [message = '', suggestion] = text.slice(0, -1).split(/\n(?=\(Did you mean [^\n]*\?\)$)/)
+  return `${printable(message)}${suggestion === undefined ? '' : `\n${printable(suggestion)}`}\n`
 }
 
 /** An error's lines as a terminal should show them: it may quote what was typed or read (a name, a path). */

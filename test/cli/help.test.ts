@@ -51,6 +51,12 @@ test('a usage error is exit 2, a line that says what is wrong and one that point
   const missing = await runCli(['keys', 'create'], {})
   assert.equal(missing.code, 2)
   assert.equal(missing.stderr, "error: required option '--name <name>' not specified\n(add --help to see the usage)\n")
+  // A value with a line break is quoted on the error's one line; commander's own suggestion keeps its line.
+  const broken = await runCli(['keys', 'revoke', '1\n2'], {})
+  assert.equal(broken.code, 2)
+  assert.equal(broken.stderr, "error: command-argument value '1\\u000a2' is invalid for argument 'id'. an API key id is a positive integer (see `keys list`)\n(add --help to see the usage)\n")
+  const typo = await runCli(['kyes'], {})
+  assert.equal(typo.stderr, "error: unknown command 'kyes'\n(Did you mean keys?)\n(add --help to see the usage)\n")
 })
 
 test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, petstore elsewhere', async (t) => {
