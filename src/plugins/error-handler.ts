@@ -211,11 +211,19 @@ const answeringFirst = new WeakSet<Socket>()
  * Calls `answer` once the requests read whole before a fault on the connection (malformed bytes,
  * CONNECT) are answered: Node reports the fault as soon as it parses it, and ending the connection
  * then dropped their answers, though they were served (a create committed, and its client told
- * 400). A fault in the request being read (its body, its timeout) is answered at once.
+ * 400). A fault in the request being read (its body, its timeout) is answered at once, unless that
+ * request was answered already (a fault Node finds in its head only after handing it over, such as a
+ * transfer coding after chunked): the connection then closes after that answer, the only one.
  */
 function afterAnswersBefore (socket: Socket, answer: () => void): void {
   // Node's own property: the answer being written on this connection, the first of those to come.
   const answering = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
+  if (answering?.headersSent === true && !answering.req.complete) {
+    // Its writes may be held to the end of the turn (see write-coalescing).
+    if (answering.writableFinished) socket.end()
+    else answering.once('finish', () => socket.end())
+    return
+  }
   if (answering == null || !answering.req.complete) {
     answer()
     return

@@ -86,15 +86,6 @@ function unsupportedContentCoding (coding: string): ApiError {
   })
 }
 
-/**
- * The 400 for a body in a transfer coding other than chunked (`gzip, chunked`, say): Node takes it
- * apart from its chunks but does not decode it, so it would be read as JSON in its coding. (RFC 9112
- * suggests a 501, but the request is what is wrong.)
- */
-function unsupportedTransferCoding (codings: string): ApiError {
-  return new ApiError(400, 'bad_request', `Transfer-Encoding ${printable(codings)} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
-}
-
 /** A list of `identity` and empty elements (RFC 9110, section 5.6.1), or none: the body is in no content coding. */
 function isNoContentCoding (codings: string): boolean {
   return codings.split(',').every((coding) => ['', 'identity'].includes(coding.trim().toLowerCase()))
@@ -120,11 +111,6 @@ export default fp(async (app) => {
     const idempotencyKeys = request.headers['idempotency-key'] === undefined ? 0 : countHeaderLines(request.raw.rawHeaders, 'idempotency-key')
     if (idempotencyKeys > 1) {
       done(repeatedHeader('Idempotency-Key', idempotencyKeys), undefined)
-      return
-    }
-    const transferCodings = request.headers['transfer-encoding']
-    if (transferCodings !== undefined && transferCodings.trim().toLowerCase() !== 'chunked') {
-      done(unsupportedTransferCoding(transferCodings), undefined)
       return
     }
     const charset = charsetOf(request.headers['content-type'] ?? '')

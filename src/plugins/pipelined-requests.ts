@@ -2,11 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import { announcesBody } from './request-head.js'
+import { announcesBody, BODILESS_METHODS } from './request-head.js'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
-// The methods whose requests Fastify serves without reading a body (it reads, and limits, the others').
-const BODILESS_METHODS = new Set(['GET', 'HEAD'])
 
 // Its answer never leaves: the connection closes after the answer before it.
 const CONNECTION_CLOSING = new ApiError(400, 'bad_request', 'The connection is closing: the request before this one was answered with Connection: close')

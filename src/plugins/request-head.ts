@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
+import { printable } from '../printable.js'
 
 export const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header')
 const INVALID_HOST = new ApiError(400, 'bad_request', 'The Host header must be a host name or address, with an optional port')
@@ -16,6 +17,18 @@ const HTTP_1_0_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'An HTTP/1.0
 const EMPTY_TRANSFER_ENCODING = new ApiError(400, 'bad_request', 'The Transfer-Encoding header is empty; send the body chunked or with a Content-Length', UNKNOWN_LENGTH)
 // An empty list, which is what Node makes of several empty lines (`, `), names no coding either.
 const NO_CODINGS = /^[\s,]*$/
+/** The methods whose requests Fastify serves without reading a body (it reads, and limits, the others'). */
+export const BODILESS_METHODS = new Set(['GET', 'HEAD'])
+
+/**
+ * The 400 for a body in a transfer coding other than chunked alone: Node takes `gzip, chunked` apart
+ * from its chunks but does not decode it, so it would be read as JSON in its coding, and refuses
+ * `gzip` or `chunked, gzip` only once the request is handed over. (RFC 9112 suggests a 501, but the
+ * request is what is wrong.)
+ */
+function unsupportedTransferCoding (codings: string): ApiError {
+  return new ApiError(400, 'bad_request', `Transfer-Encoding ${printable(codings)} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`, UNKNOWN_LENGTH)
+}
 
 /**
  * What HTTP/1.1 (RFC 9112) asks a server to refuse in a request's head, and Node lets through or
@@ -25,8 +38,9 @@ const NO_CODINGS = /^[\s,]*$/
  *   that off (`requireHostHeader`); of the second it keeps the first Host, where a proxy in front may
  *   route by the last; the third it lets through;
  * - an HTTP/1.0 request with Transfer-Encoding, whose framing must be taken as faulty (section 6.1):
- *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not; and an empty
- *   Transfer-Encoding, which Node takes for no body, reading the body's bytes as a next request;
+ *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not; an empty
+ *   Transfer-Encoding, which Node takes for no body, reading the body's bytes as a next request; and
+ *   a body in another transfer coding than chunked alone;
  * - a request line of another major version (HTTP/2.0), which Node served as HTTP/1.1.
  */
 export default fp(async (app) => {
@@ -40,6 +54,11 @@ export default fp(async (app) => {
     const transferCodings = raw.headers['transfer-encoding']
     if (transferCodings !== undefined && (http10 || NO_CODINGS.test(transferCodings))) {
       done(http10 ? HTTP_1_0_TRANSFER_ENCODING : EMPTY_TRANSFER_ENCODING)
+      return
+    }
+    // Before the body's type is looked at: for one not JSON, a 415 was the answer, and the parser's 400 a second.
+    if (transferCodings !== undefined && !BODILESS_METHODS.has(raw.method!) && transferCodings.trim().toLowerCase() !== 'chunked') {
+      done(unsupportedTransferCoding(transferCodings))
       return
     }
     if (raw.headers.host === undefined) {
