@@ -6,7 +6,7 @@ import { ApiError, type ErrorBody, type ErrorCode } from '../errors.js'
 import { OutageLog } from '../outage-log.js'
 import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
-import { unsupportedMediaType } from './json-body.js'
+import { emptyBody, unsupportedMediaType } from './json-body.js'
 import { holdRequestsAfter } from './pipelined-requests.js'
 import { announcesBody } from './request-head.js'
 import { SECURITY_HEADERS } from './security-headers.js'
@@ -50,6 +50,8 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
     return new ApiError(413, 'payload_too_large', `The body is larger than the limit of ${limit} bytes (${limit / 1024} KiB)`, { cause: error })
   }
   if (fastifyError.validation !== undefined) {
+    // No body at all (nor a Content-Type, which would have had it parsed) is as empty as an empty one.
+    if (fastifyError.validationContext === 'body' && request.body === undefined) return emptyBody(error)
     return new ApiError(400, 'validation_failed', error.message, { cause: error })
   }
   // Node's error for a body cut short by the client carries ECONNRESET, as a lost store connection's

@@ -22,12 +22,17 @@ const PARAMETER = /;\s*([!#$%&'*+.^`|~\w-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;\s"]*)/
 // US-ASCII text is UTF-8 as it stands (RFC 8259 defines no charset for JSON; these are the ones that mean its encoding).
 const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii'])
 
+/** The 400 for an operation's body that is empty, or not there at all. */
+export function emptyBody (cause?: unknown): ApiError {
+  return new ApiError(400, 'invalid_json', 'Request body is empty; a JSON object is expected', { cause })
+}
+
 /**
  * Parses a JSON body exactly: numbers are what their decimal text says (integers past 2^53 become
  * BigInt; see parseExactNumber); prototype poisoning is refused.
  */
 export function parseJsonBody (text: string): unknown {
-  if (text.length === 0) throw new ApiError(400, 'invalid_json', 'Request body is empty; a JSON object is expected')
+  if (text.length === 0) throw emptyBody()
   let value: unknown
   try {
     value = secureJson.parse(text, undefined, POISONING)

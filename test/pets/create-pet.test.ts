@@ -162,6 +162,16 @@ forEachStore((store) => {
     }
   })
 
+  test('a body that is not there, with or without a Content-Type, is told empty, as the README says (not that it must be an object)', async (t) => {
+    const testApp = await build(t, { store })
+    for (const headers of [{}, { 'content-length': '0' }, { 'content-type': 'application/json' }]) {
+      for (const [method, url] of [['POST', '/v1/pets'], ['POST', '/v1/store/orders'], ['POST', '/v1/categories']] as const) {
+        const response = await testApp.app.inject({ method, url, headers: { ...testApp.auth, ...headers } })
+        assert.deepEqual(errorOf(response), { code: 'invalid_json', message: 'Request body is empty; a JSON object is expected', status: 400 }, `${url} ${JSON.stringify(headers)}`)
+      }
+    }
+  })
+
   const VALID_NAMES: Array<[string, string]> = [
     ['100 characters', 'x'.repeat(100)],
     ['100 characters inside spaces, stored as sent', `  ${'y'.repeat(100)}  `],
