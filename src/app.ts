@@ -31,7 +31,7 @@ import errorHandler, { answerClientError, answerNotFound, sendError } from './pl
 import expectContinue from './plugins/expect-continue.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
-import metricsPlugin from './plugins/metrics.js'
+import metricsPlugin, { answerRecorder, recordRefusal } from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import pipelinedRequests from './plugins/pipelined-requests.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
@@ -126,6 +126,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   const limits = { ...LIMITS, ...shortened }
   const trustedProxies = config.TRUST_PROXY === undefined ? undefined : parseTrustedProxies(config.TRUST_PROXY)
   const countUnread = (status: number) => { metrics.unread.inc({ status: String(status) }) }
+  const recordAnswer = answerRecorder(metrics)
   const app = Fastify({
     // From a trusted proxy, request.ip is the client's address from X-Forwarded-For; from anyone else, the socket's.
     trustProxy: trustedProxies ?? false,
@@ -142,7 +143,10 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 4), requireHostHeader: false },
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
-    frameworkErrors: sendError,
+    frameworkErrors: (error, request, reply) => {
+      recordRefusal(recordAnswer, request, reply)
+      sendError(error, request, reply)
+    },
     clientErrorHandler: (error, socket) => { answerClientError(error, socket, countUnread) },
     // The shutdown plugin answers in the Error shape instead.
     return503OnClosing: false
@@ -162,7 +166,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   // Before any hook that may refuse a request: the requests pipelined after it wait for its answer.
   await app.register(pipelinedRequests)
   await app.register(requestHead)
-  await app.register(metricsPlugin, { metrics })
+  await app.register(metricsPlugin, { recordAnswer })
   await app.register(loadShedding, { maxEventLoopDelayMs: limits.maxEventLoopDelayMs })
   await app.register(securityHeaders)
   await app.register(writeCoalescing)

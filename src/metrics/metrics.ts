@@ -28,7 +28,7 @@ export function createMetrics (): Metrics {
   http.registerHistogram(registry, 'http_request_duration_seconds', 'Time from receiving a request to answering it')
   const store = new HistogramTally(['operation', 'outcome'], [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1])
   store.registerHistogram(registry, 'petstore_store_operation_duration_seconds',
-    'Time the pet store took per operation (findPage, findById, create, insertMany), by outcome (ok or error)')
+    'Time the pet store took per operation (findPage, findById, create, insertMany, refreshStatistics), by outcome (ok or error)')
   // Apart from http_requests_total: these have no method or route to count them by, and no duration.
   const unread = new Counter({
     name: 'http_unread_requests_total',

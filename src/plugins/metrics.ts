@@ -1,11 +1,14 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TallySeries } from '../metrics/histogram-tally.js'
 import type { Metrics } from '../metrics/metrics.js'
 
-/** Counts and times every answer by method, route pattern (not the raw URL) and status. */
-export default fp<{ metrics: Metrics }>(async (app, { metrics }) => {
+/** Counts and times an answer by method, route pattern (not the raw URL) and status. */
+export type RecordAnswer = (request: FastifyRequest, reply: FastifyReply) => void
+
+export function answerRecorder (metrics: Metrics): RecordAnswer {
   const seriesById = new Map<string, TallySeries>()
-  app.addHook('onResponse', (request, reply, done) => {
+  return (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'
     const id = `${request.method} ${reply.statusCode} ${route}`
     let series = seriesById.get(id)
@@ -14,6 +17,25 @@ export default fp<{ metrics: Metrics }>(async (app, { metrics }) => {
       seriesById.set(id, series)
     }
     series.observe(reply.elapsedTime / 1000)
+  }
+}
+
+/**
+ * Records every answer given through a route or the not-found handler. The router's own refusals (a
+ * path that is not percent-encoded UTF-8, a path parameter past its length) run no hook: see
+ * `recordRefusal`.
+ */
+export default fp<{ recordAnswer: RecordAnswer }>(async (app, { recordAnswer }) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    recordAnswer(request, reply)
     done()
   })
 }, { name: 'metrics' })
+
+/**
+ * Records a refusal of the router's, under `unmatched`, once it is written. Fastify keeps no start
+ * time for it: answered as soon as the path is read, it is timed as 0.
+ */
+export function recordRefusal (recordAnswer: RecordAnswer, request: FastifyRequest, reply: FastifyReply): void {
+  reply.raw.once('finish', () => { recordAnswer(request, reply) })
+}

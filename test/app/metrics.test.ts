@@ -24,6 +24,9 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   await app.inject({ method: 'HEAD', url: '/v1/pets', headers })
   await app.inject({ url: '/nothing', headers })
   await app.inject({ method: 'DELETE', url: '/v1/pets', headers })
+  // Refused by the router, before any route: a path that is not percent-encoded UTF-8, an id past its length.
+  assert.equal((await app.inject({ url: '/v1/pets/%zz', headers })).statusCode, 400)
+  assert.equal((await app.inject({ url: `/v1/pets/${'1'.repeat(9000)}`, headers })).statusCode, 414)
 
   const server = createMetricsServer(metrics.registry).listen(0, '127.0.0.1')
   defer(t, () => server.close())
@@ -39,6 +42,8 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   // Answered by no route: counted once each, under "unmatched".
   assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="404"\} 1/)
   assert.match(text, /http_requests_total\{method="DELETE",route="unmatched",status="405"\} 1/)
+  assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="400"\} 1/)
+  assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="414"\} 1/)
   assert.match(text, /http_request_duration_seconds_bucket\{le="0\.1",method="GET",route="\/v1\/pets",status="200"\} 2/)
   assert.match(text, /process_cpu_user_seconds_total \d/)
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findPage",outcome="ok"\} 3/)
