@@ -40,7 +40,7 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
 }
 
 function parseKeyId (text: string): bigint {
-  if (!/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
+  if (!/^\d{1,19}$/.test(text) || BigInt(text) === 0n || BigInt(text) > INT64_MAX) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
   return BigInt(text)
 }
 

@@ -98,6 +98,8 @@ forEachStore((store) => {
       [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-01T00:00:00+25:00'], /RFC 3339/],
       [['keys', 'rotate', '1', '--expires-at', '2099-01-01T00:00:00+23:60'], /RFC 3339/],
       [['keys', 'rotate', '9223372036854775808'], /an API key id is a positive integer/],
+      [['keys', 'rotate', '0'], /an API key id is a positive integer/],
+      [['keys', 'revoke', '000'], /an API key id is a positive integer/],
       // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
       [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters, without control characters/],
       [['keys', 'create', '--name', 'x'.repeat(101)], /a key name is 1 to 100 characters/],
