@@ -12,6 +12,9 @@ import {
   releaseWebhook, type AfterAttempt, type AttemptRecord, type LeasedRedelivery, type LeasedWebhook, type Recorded
 } from './webhook-queue.js'
 
+/** A receiver's answer, and when (by the service's clock) it was asked. */
+type Attempt = DeliveryAnswer & { startedAt: number }
+
 /** A lease a worker holds, and when it last pushed its end back. */
 interface HeldLease {
   token: string
@@ -186,7 +189,7 @@ export class WebhookDispatcher {
       // sends the event again. A shutdown aborted the attempt: it is sent again once released.
       if (!before.held) return false
       if (answer === undefined) return await this.#release(webhook.id, lease)
-      recording = this.#recordAttempt(webhook, lease, event, attempt, answer)
+      recording = this.#recordAttempt(webhook.id, lease, event, attempt, answer)
       // Awaited below: a failure is thrown there, not left unhandled meanwhile.
       recording.catch(() => {})
       // A failure (its record schedules the retry, or disables the subscription), or a PATCH that
@@ -205,8 +208,8 @@ export class WebhookDispatcher {
   }
 
   /** Logs an attempt and its outcome, if the lease is still held (which a delivery's record extends). */
-  async #recordAttempt (webhook: LeasedWebhook, lease: HeldLease, event: StoredEvent, attempt: number, answer: DeliveryAnswer): Promise<Recorded> {
-    const recorded = await recordAttempt(this.db, webhook.id, lease.token, this.#record(event.id, attempt, answer), this.#after(answer, webhook.dueAt, event.id, attempt))
+  async #recordAttempt (webhookId: bigint, lease: HeldLease, event: StoredEvent, attempt: number, answer: Attempt): Promise<Recorded> {
+    const recorded = await recordAttempt(this.db, webhookId, lease.token, this.#record(event.id, attempt, answer), this.#after(answer, event.id, attempt))
     this.metrics.attempted(answer, this.clock.now(), event.occurredAt)
     lease.renewedAt = performance.now()
     return recorded
@@ -224,12 +227,12 @@ export class WebhookDispatcher {
     return false
   }
 
-  #after (answer: DeliveryAnswer, dueAt: string, eventId: bigint, attempt: number): AfterAttempt {
+  #after (answer: DeliveryAnswer, eventId: bigint, attempt: number): AfterAttempt {
     if (answer.error === undefined) return { kind: 'delivered', leaseUntil: this.#later(this.options.leaseMs) }
-    if (answer.status === 410) return { kind: 'disable', dueAt, reason: 'The receiver answered 410 Gone' }
+    if (answer.status === 410) return { kind: 'disable', reason: 'The receiver answered 410 Gone' }
     const wait = retryDelay(this.options.retrySchedule, attempt)
-    if (wait === undefined) return { kind: 'disable', dueAt, reason: `All ${attempt} attempts at event ${eventId} failed; the last: ${answer.error}` }
-    return { kind: 'retry', dueAt, nextAttemptAt: this.#later(wait) }
+    if (wait === undefined) return { kind: 'disable', reason: `All ${attempt} attempts at event ${eventId} failed; the last: ${answer.error}` }
+    return { kind: 'retry', nextAttemptAt: this.#later(wait) }
   }
 
   async #redeliver (redelivery: LeasedRedelivery): Promise<void> {
@@ -245,18 +248,19 @@ export class WebhookDispatcher {
     this.metrics.attempted(answer, this.clock.now())
   }
 
-  /** The receiver's answer, or undefined when a shutdown aborted the attempt. */
-  async #post (url: string, secrets: readonly string[], messageId: string, body: string): Promise<DeliveryAnswer | undefined> {
-    const headers = signDelivery(secrets, messageId, new Date(this.clock.now()), body)
+  /** The receiver's answer and when it was asked, or undefined when a shutdown aborted the attempt. */
+  async #post (url: string, secrets: readonly string[], messageId: string, body: string): Promise<Attempt | undefined> {
+    const startedAt = this.clock.now()
+    const headers = signDelivery(secrets, messageId, new Date(startedAt), body)
     const answer = await this.transport.post(new URL(url), { ...headers }, body, this.#closing.signal)
-    return this.#closing.signal.aborted ? undefined : answer
+    return this.#closing.signal.aborted ? undefined : { ...answer, startedAt }
   }
 
-  #record (eventId: bigint, attempt: number, answer: DeliveryAnswer): AttemptRecord {
+  #record (eventId: bigint, attempt: number, answer: Attempt): AttemptRecord {
     return {
       eventId,
       attempt,
-      attemptedAt: new Date(this.clock.now() - answer.durationMs).toISOString(),
+      attemptedAt: new Date(answer.startedAt).toISOString(),
       responseStatus: answer.status ?? null,
       error: answer.error ?? null,
       durationMs: answer.durationMs

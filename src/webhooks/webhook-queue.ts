@@ -17,19 +17,17 @@ export interface LeasedWebhook {
   secrets: string[]
   deliveredThrough: bigint
   attempt: number
-  /** When it was due: only a PATCH that makes it due afresh (new types, enabled again) moves it while the lease is held. */
-  dueAt: string
 }
 
 /** The subscription's row if the lease is still this instance's: changes (a PATCH, a rotation) are seen at the next batch. */
 export async function readLeasedWebhook (db: Db, id: bigint, leaseToken: string, now: string): Promise<LeasedWebhook | undefined> {
   const row = await db.selectFrom('webhooks')
-    .select(['id', 'url', 'event_types', 'state', 'secret', 'previous_secret', 'previous_secret_until', 'delivered_through', 'attempt', 'next_attempt_at'])
+    .select(['id', 'url', 'event_types', 'state', 'secret', 'previous_secret', 'previous_secret_until', 'delivered_through', 'attempt'])
     .where('id', '=', id).where('lease_token', '=', leaseToken)
     .executeTakeFirst()
   if (row === undefined || row.state !== 'enabled') return undefined
   const secrets = signingSecrets(row, now)
-  return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt), dueAt: row.next_attempt_at }
+  return { id: row.id, url: row.url, eventTypes: row.event_types, secrets, deliveredThrough: row.delivered_through, attempt: Number(row.attempt) }
 }
 
 /** Whether any subscription is enabled. */
@@ -66,17 +64,17 @@ export interface AttemptRecord {
 }
 
 /**
- * How the subscription stands after an attempt. A failure's count and schedule are those of the
- * subscription as it was due at `dueAt`: should a PATCH have made it due afresh while the attempt was
- * on its way (new types, enabled again), the fresh count and schedule stand, and the lease is given up.
+ * How the subscription stands after an attempt. Should a PATCH have made it due afresh while a failed
+ * attempt was on its way (new types, enabled again), the fresh count and schedule stand, and the lease
+ * is given up.
  */
 export type AfterAttempt =
   /** Delivered: the position moves past the event, and the lease is extended. */
   | { kind: 'delivered', leaseUntil: string } |
   /** Failed, with a retry at `nextAttemptAt`: the lease is given up. */
-  { kind: 'retry', dueAt: string, nextAttemptAt: string } |
+  { kind: 'retry', nextAttemptAt: string } |
   /** Failed for good (a 410, or the last retry): the subscription is disabled and the lease given up. */
-  { kind: 'disable', dueAt: string, reason: string }
+  { kind: 'disable', reason: string }
 
 /** What a record of an attempt found: whether the lease was held (and still is), and whether the next event may go. */
 export interface Recorded {
@@ -94,9 +92,11 @@ export async function recordAttempt (db: Db, webhookId: bigint, leaseToken: stri
   const update = (creator: QueryCreator<Database>) => {
     const held = creator.updateTable('webhooks').where('id', '=', webhookId).where('lease_token', '=', leaseToken)
     if (after.kind === 'delivered') return held.set({ delivered_through: record.eventId, attempt: 0, lease_until: after.leaseUntil }).returning('state')
-    // Each expression reads the row as it was before the update.
-    const stillDue = sql<boolean>`next_attempt_at = ${after.dueAt}`
-    const unlessChanged = <T>(value: T, column: 'attempt' | 'next_attempt_at' | 'state' | 'disabled_reason') => sql<T>`case when ${stillDue} then ${value} else ${sql.ref(column)} end`
+    // A PATCH that makes the subscription due afresh sets next_attempt_at to its own time, later than
+    // the attempt's start if it came while the attempt was on its way; nothing else moves it while the
+    // lease is held (it was due when leased). Each expression reads the row as it was before the update.
+    const unchanged = sql<boolean>`next_attempt_at <= ${record.attemptedAt}`
+    const unlessChanged = <T>(value: T, column: 'attempt' | 'next_attempt_at' | 'state' | 'disabled_reason') => sql<T>`case when ${unchanged} then ${value} else ${sql.ref(column)} end`
     return held.set({
       attempt: unlessChanged(record.attempt, 'attempt'),
       last_error: record.error,

@@ -338,6 +338,35 @@ forEachStore((store) => {
     })
   }
 
+  test('new types given while a failing attempt is on its way cancel its retry an hour away; an attempt sent after them fails as any other', async (t) => {
+    const testApp = await buildWithWebhooks(t, store, '1h')
+    const receiver = await startReceiver(t)
+    receiver.answers.push(500, 204, 204, 500)
+    const releases: Array<() => void> = []
+    receiver.hold = (request) => request === 1 || request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
+    const { id } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await receiver.waitFor(1)
+    await patch(testApp, id, { events: ['pet.created'] })
+    releases.shift()!()
+    await receiver.waitFor(2) // at once, not in an hour
+    // Two events read in one batch: the first held while the types change, the second sent after.
+    await patch(testApp, id, { enabled: false })
+    await createPet(testApp, { name: 'Tom', categoryId: 3 })
+    await createPet(testApp, { name: 'Max', categoryId: 3 })
+    await patch(testApp, id, { enabled: true })
+    await receiver.waitFor(3)
+    await patch(testApp, id, { events: ['*'] })
+    releases.shift()!()
+    await receiver.waitFor(4)
+    await until('the attempts are logged', async () => (await deliveries(testApp, id)).length === 4)
+    await sleep(300) // a look for work or more (every 20 ms)
+    assert.deepEqual(receiver.received.map(({ body }) => JSON.parse(body).data.name), ['Rex', 'Rex', 'Tom', 'Max'], 'Max waits for its retry')
+    assert.deepEqual((await deliveries(testApp, id)).map(({ attempt, responseStatus }) => ({ attempt, responseStatus })), [
+      { attempt: 1, responseStatus: 500 }, { attempt: 1, responseStatus: 204 }, { attempt: 1, responseStatus: 204 }, { attempt: 1, responseStatus: 500 }
+    ])
+  })
+
   test('the URL sent again as it is (a client that PATCHes the whole subscription) changes nothing: the event on its way is not sent twice', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const receiver = await startReceiver(t)
