@@ -40,8 +40,9 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
 }
 
 function parseKeyId (text: string): bigint {
-  if (!/^\d{1,19}$/.test(text) || BigInt(text) === 0n || BigInt(text) > INT64_MAX) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
-  return BigInt(text)
+  const id = /^\d{1,19}$/.test(text) ? BigInt(text) : 0n
+  if (id === 0n || id > INT64_MAX) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
+  return id
 }
 
 function examples (...lines: string[]): string {

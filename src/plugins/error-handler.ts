@@ -206,8 +206,9 @@ function isUnknownMethod (error: NodeJS.ErrnoException): boolean {
   return end !== -1 && REQUEST_LINE.test(rawPacket.toString('latin1', start, end))
 }
 
-// The connections whose fault waits for the answers of the requests read before it.
-const answeringFirst = new WeakSet<Socket>()
+// The connections whose fault is dealt with (answered once the answers before it are, or closing after
+// the answer of its own request): the parser reports it again with every chunk that follows.
+const faultsSeen = new WeakSet<Socket>()
 
 /**
  * Calls `answer` once the requests read whole before a fault on the connection (malformed bytes,
@@ -220,21 +221,26 @@ const answeringFirst = new WeakSet<Socket>()
 function afterAnswersBefore (socket: Socket, answer: () => void): void {
   // Node's own property: the answer being written on this connection, the first of those to come.
   const answering = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
-  if (answering?.headersSent === true && !answering.req.complete) {
-    // Its writes may be held to the end of the turn (see write-coalescing).
+  if (answering == null) {
+    answer()
+    return
+  }
+  // Still being read: the answer under way is the faulty request's own.
+  const ownAnswer = !answering.req.complete
+  if (ownAnswer && !answering.headersSent) {
+    answer()
+    return
+  }
+  if (faultsSeen.has(socket)) return
+  faultsSeen.add(socket)
+  if (ownAnswer) {
+    // Its writes may be held to the end of the turn (see write-coalescing); an event stream's go on.
     if (answering.writableFinished) socket.end()
     else answering.once('finish', () => socket.end())
     return
   }
-  if (answering == null || !answering.req.complete) {
-    answer()
-    return
-  }
-  // The parser reports its fault again with every chunk that follows: the first report is answered.
-  if (answeringFirst.has(socket)) return
-  answeringFirst.add(socket)
   answering.once('close', () => {
-    answeringFirst.delete(socket)
+    faultsSeen.delete(socket)
     afterAnswersBefore(socket, answer)
   })
 }

@@ -23,8 +23,8 @@ export const BODILESS_METHODS = new Set(['GET', 'HEAD'])
 /**
  * The 400 for a body in a transfer coding other than chunked alone: Node takes `gzip, chunked` apart
  * from its chunks but does not decode it, so it would be read as JSON in its coding, and refuses
- * `gzip` or `chunked, gzip` only once the request is handed over. (RFC 9112 suggests a 501, but the
- * request is what is wrong.)
+ * `gzip` alone only once the request is handed over. (RFC 9112 suggests a 501, but the request is
+ * what is wrong.) The connection closes: the body is not read.
  */
 function unsupportedTransferCoding (codings: string): ApiError {
   return new ApiError(400, 'bad_request', `Transfer-Encoding ${printable(codings)} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`, UNKNOWN_LENGTH)

@@ -501,8 +501,10 @@ test('a body in a transfer coding other than chunked is a 400 naming it, not rea
 
 test('a body in a transfer coding other than chunked is a 400 whatever its Content-Type, and the request gets no other answer', async (t) => {
   const testApp = await build(t)
-  // Node's parser refuses a coding after chunked, or none, once it has handed the request over: the
-  // request's answer could come first, a 415 for a type other than JSON, and one to the parser's fault after it.
+  // Node's parser refuses a coding after chunked as it reads the head, but a body in no chunked coding
+  // (gzip alone) only once it has handed the request over: the request's answer could come first (a
+  // 415 for a type other than JSON), and one to the parser's fault after it. Which comes first depends
+  // on timing (here the contract check's hooks delay the request's own; see the next test).
   for (const codings of ['gzip', 'chunked, gzip', 'gzip, chunked']) {
     for (const contentType of ['', 'Content-Type: text/plain\r\n', 'Content-Type: application/json\r\n']) {
       for (const path of ['/v1/pets', '/v1/store/orders']) {
@@ -514,15 +516,16 @@ test('a body in a transfer coding other than chunked is a 400 whatever its Conte
         assert.match(head!, /^HTTP\/1\.1 400 /, where)
         const { code, message, status } = JSON.parse(answer!)
         assert.deepEqual({ code, status }, { code: 'bad_request', status: 400 }, where)
-        // A coding after chunked, or none, leaves the body's length unknown: the parser's own fault.
-        if (codings === 'gzip, chunked') assert.equal(message, 'Transfer-Encoding gzip, chunked is not accepted; send the body chunked or with a Content-Length, in no other transfer coding')
-        else assert.match(message, /^The request is not valid HTTP: .*`Transfer-Encoding`/, where)
+        const ours = `Transfer-Encoding ${codings} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`
+        // A coding after chunked, or none, leaves the body's length unknown: the parser's fault too.
+        if (codings === 'gzip, chunked') assert.equal(message, ours)
+        else assert.ok(message === ours || /^The request is not valid HTTP: .*`Transfer-Encoding`/.test(message), `${where}: ${message}`)
       }
     }
   }
 })
 
-test('petstore serve gives a body in a transfer coding that Node refuses after handing the request over one answer, whichever fault comes first', async (t) => {
+test('petstore serve gives a body in no chunked coding, which Node refuses after handing the request over, one answer', async (t) => {
   // In its own process the request's 400 is under way when the parser's fault comes, as in production.
   const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` })
   const { port } = new URL(server.url)
@@ -533,7 +536,29 @@ test('petstore serve gives a body in a transfer coding that Node refuses after h
     socket.write(`POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\n${contentType}Transfer-Encoding: gzip\r\n\r\n{}`)
     assert.ok(await closesWithin(socket, 5000), 'the connection stayed open')
     assert.deepEqual(received.match(/HTTP\/1\.1 \d{3}/g), ['HTTP/1.1 400'], received)
+    assert.match(received, /"message":"Transfer-Encoding gzip is not accepted/)
   }
+})
+
+test('malformed bytes after an answer under way (an event stream) are dealt with once, however many chunks bring them', async (t) => {
+  const testApp = await build(t)
+  const warnings: Error[] = []
+  const onWarning = (warning: Error) => { warnings.push(warning) }
+  process.on('warning', onWarning)
+  t.after(() => { process.off('warning', onWarning) })
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write(`GET /v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nTransfer-Encoding: chunked\r\n\r\n`)
+  await untilReceived(received, (text) => text.startsWith('HTTP/1.1 200 '))
+  assert.match(received(), /^HTTP\/1\.1 200 /)
+  // Node's parser reports its fault again with each chunk: each took a listener on the stream's answer.
+  for (let chunk = 0; chunk < 15; chunk++) {
+    socket.write('zz\r\n')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.deepEqual(warnings.map(({ name }) => name), [])
+  assert.equal(received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'no answer written into the stream')
+  socket.destroy()
 })
 
 test('a request with a header twice that must come once is a 400, and creates nothing', async (t) => {
