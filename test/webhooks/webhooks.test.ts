@@ -51,6 +51,21 @@ async function until (what: string, check: () => Promise<boolean>, timeoutMs = 1
   }
 }
 
+/**
+ * A subscription to every event, at a receiver that fails the schedule's three attempts at a new pet's
+ * event (of 50ms,50ms), the last one held on its way until `release()`.
+ */
+async function lastAttemptOnItsWay (t: TestContext, testApp: TestApp) {
+  const receiver = await startReceiver(t)
+  receiver.answers.push(500, 500, 500)
+  const releases: Array<() => void> = []
+  receiver.hold = (request) => request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
+  const { id } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
+  await createPet(testApp, { name: 'Rex', categoryId: 3 })
+  await receiver.waitFor(3)
+  return { receiver, id, release: () => { for (const release of releases) release() } }
+}
+
 function verify (secret: string, { headers, body }: Received): unknown {
   return new Webhook(secret).verify(body, headers as Record<string, string>)
 }
@@ -296,17 +311,12 @@ forEachStore((store) => {
 
   test('a new URL given while an attempt to the old one is on its way wins: the next attempt goes to it at once, as the first, whatever the old one comes to', async (t) => {
     const testApp = await buildWithWebhooks(t, store, '50ms,50ms')
-    const failing = await startReceiver(t)
-    failing.answers.push(500, 500, 500)
-    const releases: Array<() => void> = []
-    failing.hold = (request) => request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
-    const { id } = (await subscribe(testApp, { url: failing.url, events: ['*'] })).json()
-    await createPet(testApp, { name: 'Rex', categoryId: 3 })
-    await failing.waitFor(3) // the schedule's last attempt, held on its way: its failure disabled the subscription
+    // Its failure disabled the subscription.
+    const { id, release } = await lastAttemptOnItsWay(t, testApp)
     const healthy = await startReceiver(t)
     await patch(testApp, id, { url: healthy.url })
     await healthy.waitFor(1)
-    for (const release of releases) release()
+    release()
     await createPet(testApp, { name: 'Tom', categoryId: 3 })
     await healthy.waitFor(2)
     assert.deepEqual(healthy.received.map(({ body }) => JSON.parse(body).data.name), ['Rex', 'Tom'])
@@ -319,15 +329,9 @@ forEachStore((store) => {
   for (const [change, patches] of [['given new types', [{ events: ['pet.created'] }]], ['enabled again', [{ enabled: false }, { enabled: true }]]] as const) {
     test(`a subscription ${change} while its last attempt is on its way stays so, whatever that attempt comes to: the next goes at once, as the first`, async (t) => {
       const testApp = await buildWithWebhooks(t, store, '50ms,50ms')
-      const receiver = await startReceiver(t)
-      receiver.answers.push(500, 500, 500)
-      const releases: Array<() => void> = []
-      receiver.hold = (request) => request === 3 ? new Promise<void>((resolve) => { releases.push(resolve) }) : undefined
-      const { id } = (await subscribe(testApp, { url: receiver.url, events: ['*'] })).json()
-      await createPet(testApp, { name: 'Rex', categoryId: 3 })
-      await receiver.waitFor(3) // the schedule's last attempt, held on its way
+      const { receiver, id, release } = await lastAttemptOnItsWay(t, testApp)
       for (const body of patches) await patch(testApp, id, body)
-      for (const release of releases) release()
+      release()
       await receiver.waitFor(4)
       await until('the attempts are logged', async () => (await deliveries(testApp, id)).length === 4)
       assert.deepEqual((await deliveries(testApp, id)).map(({ attempt, responseStatus }) => ({ attempt, responseStatus })), [
