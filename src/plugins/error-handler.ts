@@ -215,8 +215,9 @@ const faultsSeen = new WeakSet<Socket>()
  * CONNECT) are answered: Node reports the fault as soon as it parses it, and ending the connection
  * then dropped their answers, though they were served (a create committed, and its client told
  * 400). A fault in the request being read (its body, its timeout) is answered at once, unless that
- * request was answered already (a fault Node finds in its head only after handing it over, such as a
- * transfer coding after chunked): the connection then closes after that answer, the only one.
+ * request was answered already (a fault Node finds in its head only after handing it over, a body in
+ * no chunked coding, or one in its body once an event stream is under way): the connection then
+ * closes after that answer, the only one.
  */
 function afterAnswersBefore (socket: Socket, answer: () => void): void {
   // Node's own property: the answer being written on this connection, the first of those to come.
