@@ -64,6 +64,7 @@ function notParsed (text: string, error: unknown): ApiError {
 
 /** The first `charset` parameter of a Content-Type, in lower case and without its quotes (the first, as WHATWG's MIME parsing takes). */
 function charsetOf (contentType: string): string | undefined {
+  if (!contentType.includes(';')) return undefined // the common case: no parameters to look through
   for (const [, name, value] of contentType.matchAll(PARAMETER)) {
     if (name!.toLowerCase() === 'charset') return value!.replace(/^"(.*)"$/, '$1').toLowerCase()
   }

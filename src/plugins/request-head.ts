@@ -24,10 +24,11 @@ export const BODILESS_METHODS = new Set(['GET', 'HEAD'])
  * The 400 for a body in a transfer coding other than chunked alone: Node takes `gzip, chunked` apart
  * from its chunks but does not decode it, so it would be read as JSON in its coding, and refuses
  * `gzip` alone only once the request is handed over. (RFC 9112 suggests a 501, but the request is
- * what is wrong.) The connection closes: the body is not read.
+ * what is wrong.) The connection closes, as after any answer given before the body is read (see the
+ * error handler).
  */
 function unsupportedTransferCoding (codings: string): ApiError {
-  return new ApiError(400, 'bad_request', `Transfer-Encoding ${printable(codings)} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`, UNKNOWN_LENGTH)
+  return new ApiError(400, 'bad_request', `Transfer-Encoding ${printable(codings)} is not accepted; send the body chunked or with a Content-Length, in no other transfer coding`)
 }
 
 /**
