@@ -8,7 +8,7 @@ import { buildApp, LIMITS } from './app.js'
 import { commandName } from './cli/command-name.js'
 import { stoppedClock } from './clock.js'
 import { ConfigError, type Config } from './config.js'
-import { migrateToLatest } from './db/migrate.js'
+import { migrateToLatest, newerMigrationsMessage } from './db/migrate.js'
 import type { Logger } from 'pino'
 import { createLogger } from './logger.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer, reportToPrimary } from './metrics/metrics.js'
@@ -36,7 +36,7 @@ export async function serve (config: Config): Promise<void> {
   if (config.WEB_CONCURRENCY > 1 && !worker) {
     const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
     try {
-      await prepareStore(store, config)
+      await prepareStore(store, config, logger)
     } finally {
       await store.close()
     }
@@ -53,7 +53,7 @@ export async function serve (config: Config): Promise<void> {
     if (worker) reportToPrimary(metrics)
   }
   const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
-  if (!worker) await prepareStore(store, config)
+  if (!worker) await prepareStore(store, config, logger)
   const app = await buildApp({ config, store, logger, metrics })
   const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
@@ -99,8 +99,10 @@ export async function serve (config: Config): Promise<void> {
  * Applies the migrations and, on an empty store, makes and prints the first key: once per start,
  * whatever the number of workers.
  */
-async function prepareStore (store: Store, config: Config): Promise<void> {
-  await migrateToLatest(store.db)
+async function prepareStore (store: Store, config: Config, logger: Logger): Promise<void> {
+  const { applied, newer } = await migrateToLatest(store.db)
+  if (applied.length > 0) logger.info({ migrations: applied }, `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the store`)
+  if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   const now = Date.now()
   const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, now), clock: stoppedClock(now) })
   // Shown before listening: the key exists from here on, whether or not the port can be taken.

@@ -9,7 +9,7 @@ import { DEFAULT_VERIFIER_OPTIONS } from '../api-keys/api-key.verifier.js'
 import { SCOPES, scopeList } from '../api-keys/scopes.js'
 import { stoppedClock } from '../clock.js'
 import { ConfigError, loadConfig } from '../config.js'
-import { migrateToLatest } from '../db/migrate.js'
+import { migrateToLatest, newerMigrationsMessage } from '../db/migrate.js'
 import { printable } from '../printable.js'
 import { INT64_MAX } from '../validation/int64.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
@@ -32,11 +32,16 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
   const config = loadConfig()
   const store = openStore(config.DATABASE_URL, storeOptionsFrom(config))
   try {
-    if (migrate) await migrateToLatest(store.db)
+    if (migrate) warnOfNewerMigrations((await migrateToLatest(store.db)).newer)
     return await work(store)
   } finally {
     await store.close()
   }
+}
+
+/** Says, on stderr, that a newer build has migrated the store (see migrateToLatest). */
+function warnOfNewerMigrations (newer: string[]): void {
+  if (newer.length > 0) console.error(`petstore: warning: ${newerMigrationsMessage(newer)}`)
 }
 
 function parseKeyId (text: string): bigint {
@@ -80,7 +85,8 @@ function buildProgram (): Command {
     .description('bring the store schema to the latest version')
     .addHelpText('after', examples(`${cmd} migrate`))
     .action(async () => {
-      const applied = await withStore(({ db }) => migrateToLatest(db), { migrate: false })
+      const { applied, newer } = await withStore(({ db }) => migrateToLatest(db), { migrate: false })
+      warnOfNewerMigrations(newer)
       console.log(applied.length === 0 ? 'The store is up to date.' : `Applied: ${applied.join(', ')}`)
     })
 

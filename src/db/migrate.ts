@@ -1,4 +1,4 @@
-import { Migrator, type Migration } from 'kysely'
+import { Migrator, sql, type Migration } from 'kysely'
 import type { Db } from './database.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
 import * as addInstallationId from './migrations/002-add-installation-id.js'
@@ -23,10 +23,50 @@ export const MIGRATIONS: Record<string, Migration> = {
   '009-notify-pet-changes': notifyPetChanges
 }
 
-/** Brings the store's schema to the latest version; safe to run again and from every entry point. */
-export async function migrateToLatest (db: Db): Promise<string[]> {
+/** What migrateToLatest did. */
+export interface MigrationOutcome {
+  /** The migrations applied now, in order. */
+  applied: string[]
+  /** Migrations the store records that come after all of this build's: a newer build applied them. */
+  newer: string[]
+}
+
+/**
+ * Brings the store's schema to the latest version; safe to run again and from every entry point.
+ *
+ * A store a newer build has migrated further is served as it is (nothing is applied, and `newer`
+ * names what this build does not know), as Flyway ignores future migrations: during a rolling upgrade
+ * an instance of the previous build that restarts must start, as the ones still running go on
+ * serving. Migrations are additive for that reason (docs/operations.md, "Upgrades"). A store whose
+ * record does not extend this build's own (another branch's, say) is refused, naming what it records.
+ */
+export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } })
   const { error, results = [] } = await migrator.migrateToLatest()
-  if (error) throw new Error(`Migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
-  return results.filter((result) => result.status === 'Success').map((result) => result.migrationName)
+  if (error === undefined) return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName), newer: [] }
+  const message = error instanceof Error ? error.message : String(error)
+  // Kysely's refusal of a store that records a migration this build does not have.
+  if (message.startsWith('corrupted migrations')) {
+    const recorded = await recordedMigrations(db)
+    const unknown = recorded.filter((name) => !(name in MIGRATIONS))
+    const known = Object.keys(MIGRATIONS).sort()
+    const newer = unknown.every((name) => name > known.at(-1)!) && known.every((name) => recorded.includes(name))
+    if (unknown.length > 0 && newer) return { applied: [], newer: unknown.sort() }
+    if (unknown.length > 0) {
+      throw new Error(`The store records migrations this build does not have (${unknown.join(', ')}), and not after all of its own (up to ${known.at(-1)}): ` +
+        'another build made it; run that build, or a copy of the store from before it', { cause: error })
+    }
+  }
+  throw new Error(`Migration failed: ${message}`, { cause: error })
+}
+
+/** What to tell an operator of a store a newer build has migrated. */
+export function newerMigrationsMessage (newer: string[]): string {
+  return `a newer build has migrated the store (${newer.join(', ')}): this one serves it without what they add, as during an upgrade; finish the upgrade`
+}
+
+/** The names of the migrations the store records as applied (Kysely's table). */
+async function recordedMigrations (db: Db): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db)
+  return rows.map(({ name }) => name)
 }
