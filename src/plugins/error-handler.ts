@@ -83,13 +83,36 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
     request.log.error({ err: error }, 'request failed')
     apiError.message = `Internal error (request id ${request.id})`
   }
-  // Answered before its body was read (a 401 to a POST announcing gigabytes, say): the rest of the body
-  // would be read and thrown away to keep the connection; closing it spares that. (A request without a
-  // body is not `complete` yet when a synchronous hook answers it; its connection stays.)
-  if (announcesBody(request.raw) && !request.raw.complete) reply.header('connection', 'close')
+  // Answered before its body was read (a 401 to a POST announcing gigabytes, say): a long body, or one
+  // of unknown length, closes the connection, sparing the read, and so does a 400 (a head a proxy in
+  // front may have framed otherwise). A short one is read and dropped after the answer, as Node does
+  // with a body nobody read, and the connection stays (Fastify's parser asks to close it on a 413):
+  // closed with the body unread, the connection is reset by the kernel, and a proxy in front still
+  // sending the body (nginx) got the reset before the answer, and answered 502.
+  // (A request without a body is not `complete` yet when a synchronous hook answers it; its connection stays.)
+  if (announcesBody(request.raw) && !request.raw.complete) {
+    if (apiError.status !== 400 && isDrainedAfterAnswer(request.raw)) reply.removeHeader('connection')
+    else reply.header('connection', 'close')
+  }
   // Set here too, as the other error writers below do: a refusal by a hook before security-headers'
   // own, or by the router (a malformed path, an id too long), comes before that hook or without it.
   reply.code(apiError.status).headers(SECURITY_HEADERS).headers(apiError.headers).send(apiError.toBody())
+}
+
+/**
+ * The longest body, by its Content-Length, read and dropped after an answer given before it: nginx's
+ * default `client_max_body_size`, so that a body such a proxy passes on is taken whole.
+ */
+const DRAINED_BODY_BYTES = 1024 * 1024
+
+/**
+ * Whether a request answered before its body was read has that body read after the answer (see
+ * sendError): one of a known length, up to DRAINED_BODY_BYTES, whose client was not asked to wait for
+ * `100 Continue` (one that waits may never send it; Node closes its connection).
+ */
+function isDrainedAfterAnswer ({ headers }: IncomingMessage): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] === undefined && headers.expect === undefined && length !== undefined && Number(length) <= DRAINED_BODY_BYTES
 }
 
 /** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */

@@ -353,18 +353,48 @@ test('a request sent before malformed bytes, or before any bytes after its Conne
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, 2, 'one pet a create')
 })
 
-test('a request answered before its body is read has its connection closed, and no request pipelined after it is served (RFC 9112, section 9.6)', async (t) => {
+test('a request answered before its body is read has a short body of known length read and dropped, and its connection kept: a proxy still sending the body gets the answer', async (t) => {
   const testApp = await build(t)
   const body = '{"name":"Rex","categoryId":1}'
   const create = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
     `Content-Length: ${body.length}\r\n\r\n${body}`
-  const withBody = (line: string, authorization: string) => `${line}\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
+  // The body is written after the answer has come, as a proxy in front (nginx) goes on sending it.
+  const withBody = (line: string, authorization: string, length = 2): [string, string] => [`${line}\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`, `{${' '.repeat(length - 2)}}`]
   const key = `Authorization: ${testApp.auth.authorization}\r\n`
   const cases = [
     [withBody('POST /v1/nothing HTTP/1.1', key), 404],
     [withBody('PUT /v1/pets HTTP/1.1', key), 405],
     [withBody('POST /v1/pets HTTP/1.1', ''), 401],
     [withBody('GET /v1/nothing HTTP/1.1', key), 404],
+    // Past the 16 KiB limit, within the 1 MiB read after the answer.
+    [withBody('POST /v1/pets HTTP/1.1', key, 200_000), 413]
+  ] as const
+  for (const [[head, rest], status] of cases) {
+    const { socket, received } = await openRawConnection(testApp)
+    const reset = new Promise((resolve) => socket.once('error', resolve))
+    socket.write(head)
+    await untilReceived(received, (text) => /^HTTP\/1\.1 \d{3} [^]*\r\n\r\n[^]*\}$/.test(text))
+    socket.write(rest + create)
+    await untilReceived(received, (text) => text.includes('HTTP/1.1 201 '))
+    const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+    assert.deepEqual(answers.map((answer) => answer.slice(0, 12)), [`HTTP/1.1 ${status}`, 'HTTP/1.1 201'], received())
+    assert.doesNotMatch(answers[0]!, /connection: close/i)
+    assert.equal(await Promise.race([reset, new Promise((resolve) => setTimeout(resolve, 50, 'no reset'))]), 'no reset')
+    socket.destroy()
+  }
+  assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, cases.length, 'one pet for each create after a refusal')
+})
+
+test('a request answered before its body is read has its connection closed when the body is long, of unknown length or the head was refused (400), and no request pipelined after it is served', async (t) => {
+  const testApp = await build(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const create = `POST /v1/pets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n${body}`
+  const withBody = (line: string, authorization: string, framing = 'Content-Length: 2\r\n\r\n{}') => `${line}\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\n${framing}`
+  const key = `Authorization: ${testApp.auth.authorization}\r\n`
+  const cases = [
+    [withBody('POST /v1/pets HTTP/1.1', '', `Content-Length: ${1024 * 1024 + 1}\r\n\r\n{}`), 401],
+    [withBody('POST /v1/nothing HTTP/1.1', key, 'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'), 404],
     // Refused for its head, before anything else looks at it.
     [withBody('POST /v1/pets HTTP/1.1', key).replace('Host: 127.0.0.1\r\n', ''), 400],
     [withBody('POST /v1/pets HTTP/1.1', `${key}Host: 127.0.0.1\r\n`), 400]
@@ -434,9 +464,7 @@ test('a GET or HEAD request with a body is answered without reading it, and its 
   const cases = [
     // Over the 16 KiB a body may have, then a request pipelined behind it.
     [`GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 20000\r\n\r\n${'x'.repeat(20000)}GET ${petPath} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, 200],
-    ['HEAD /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 200],
-    // Fastify reads the body of a DELETE: one of no type is refused (with a JSON one, the limits hold).
-    [`DELETE /v1/webhooks/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 3\r\n\r\nabc`, 415]
+    ['HEAD /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 200]
   ] as const
   for (const [raw, status] of cases) {
     const answers = await answersUntilClosed(testApp, raw)
@@ -454,6 +482,12 @@ test('a GET or HEAD request with a body is answered without reading it, and its 
     clearInterval(trickle)
   }
   assert.deepEqual(received().match(/HTTP\/1\.1 \d{3}/g), ['HTTP/1.1 200'], received())
+  // Fastify reads the body of a DELETE: one of no type is refused (with a JSON one, the limits hold), and the body dropped.
+  const refused = await openRawConnection(testApp)
+  refused.socket.write(`DELETE /v1/webhooks/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 3\r\n\r\nabcGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`)
+  await untilReceived(refused.received, (text) => text.includes('HTTP/1.1 200 '))
+  assert.deepEqual(refused.received().match(/HTTP\/1\.1 \d{3}/g), ['HTTP/1.1 415', 'HTTP/1.1 200'], refused.received())
+  refused.socket.destroy()
   // Without a body, or with an empty one, the connection stays.
   const kept = await openRawConnection(testApp)
   kept.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 0\r\n\r\nGET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}\r\n`)
