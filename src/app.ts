@@ -71,7 +71,12 @@ export const LIMITS = {
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 5_000,
   idleTimeoutMs: 60_000,
-  keepAliveTimeoutMs: 5_000,
+  /**
+   * Longer than the proxies and load balancers in front keep an idle connection to an instance
+   * (nginx's upstream and AWS's load balancers: 60 s): closed first by the instance, a connection a
+   * proxy was reusing at that moment lost its request (nginx: 502). Fastify's own default.
+   */
+  keepAliveTimeoutMs: 72_000,
   /** Open connections per instance; more are refused by the socket layer. */
   maxConnections: 4096,
   /** Rate-limit counters kept in memory without Redis, of keys and, apart, of client addresses. */
@@ -172,7 +177,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   await app.register(writeCoalescing)
   await app.register(jsonBody)
   await app.register(openapi, { config, clock })
-  await app.register(apiDocs)
+  await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL })
   await app.register(routeNotices, { clock })
   await app.register(healthRoutes, { store })
 

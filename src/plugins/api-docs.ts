@@ -38,6 +38,7 @@ window.SwaggerUIBundle = Object.assign(function (config) {
 
 const DOCS_OPTIONS = {
   routePrefix: '/docs',
+  indexPrefix: undefined as string | undefined,
   staticCSP: DOCS_CONTENT_SECURITY_POLICY,
   theme: { title: 'Pet Store API reference', js: [{ filename: 'served-document.js', content: READ_SERVED_DOCUMENT }] },
   uiConfig: {
@@ -67,13 +68,18 @@ function fileServerError (error: Error): Error {
   return !(error instanceof ApiError) && (statusCode === 400 || statusCode === 403) ? NO_FILE : error
 }
 
-export default fp(async (app) => {
+/**
+ * `publicBaseUrl` (PUBLIC_BASE_URL): its path, a proxy's prefix (`https://example.com/api`), starts the
+ * page's links to its scripts and styles, which are otherwise root-relative (`/docs/static/...`).
+ */
+export default fp<{ publicBaseUrl: string | undefined }>(async (app, { publicBaseUrl }) => {
+  const pathPrefix = publicBaseUrl === undefined ? '' : new URL(publicBaseUrl).pathname.replace(/\/$/, '')
   // In a context of its own, so that its hook and error handler hold for the page's routes alone.
   await app.register(async (docs) => {
     docs.addHook('onRequest', async (request) => {
       for (const header of PARTIAL_OR_CONDITIONAL) delete request.raw.headers[header]
     })
     docs.setErrorHandler((error: Error, request, reply) => { sendError(fileServerError(error), request, reply) })
-    await docs.register(swaggerUi, DOCS_OPTIONS)
+    await docs.register(swaggerUi, { ...DOCS_OPTIONS, indexPrefix: pathPrefix === '' ? undefined : pathPrefix })
   })
 }, { name: 'api-docs', dependencies: ['openapi'] })

@@ -37,3 +37,13 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
   await freed
   assert.equal(await listPets('127.0.0.1'), 200, 'a freed slot is taken again')
 })
+
+test('an idle kept-alive connection is kept 72 s, longer than a proxy in front keeps its own (nginx, load balancers: 60 s), and the answers say so', async (t) => {
+  const testApp = await build(t)
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const response = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: testApp.auth })
+  await response.arrayBuffer()
+  assert.equal(response.headers.get('keep-alive'), 'timeout=72')
+  assert.equal(testApp.app.server.keepAliveTimeout, 72_000)
+})

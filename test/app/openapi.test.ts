@@ -105,6 +105,22 @@ test('GET /docs serves the API reference page, with its own content security pol
   assert.equal(api.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", 'the API keeps the strict policy')
 })
 
+test('behind a proxy path prefix named in PUBLIC_BASE_URL, /docs links its scripts and styles under that prefix', async (t) => {
+  const prefixed = await build(t, { env: { PUBLIC_BASE_URL: 'https://example.com/api/' } })
+  for (const url of ['/docs', '/docs/']) {
+    const page = await prefixed.app.inject({ url })
+    const assets = [...page.body.matchAll(/(?:href|src)="([^"]+)"/g)].map(([, link]) => new URL(link!, `https://example.com/api${url}`).pathname)
+    assert.ok(assets.length >= 5, page.body)
+    for (const asset of assets) {
+      assert.ok(asset.startsWith('/api/docs/static/'), `${url}: ${asset}`)
+      // What the proxy passes on, without its prefix.
+      assert.equal((await prefixed.app.inject({ url: asset.slice('/api'.length) })).statusCode, 200, asset)
+    }
+  }
+  const atRoot = await build(t)
+  assert.match((await atRoot.app.inject({ url: '/docs' })).body, /src="\/docs\/static\/swagger-ui-bundle\.js"/)
+})
+
 test('the headers an answer carries are declared on its response in the document, as components', async (t) => {
   const testApp = await build(t, { env: { RATE_LIMIT_PER_MINUTE: '4' } })
   const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
