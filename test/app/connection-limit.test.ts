@@ -3,7 +3,9 @@ import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
-import { build, closesWithin, defer } from '../helper.js'
+import { join } from 'node:path'
+import { build, closesWithin, defer, tempDir } from '../helper.js'
+import { startServer } from '../process.js'
 
 test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed at once, while another address is served', async (t) => {
   const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '3' } })
@@ -46,4 +48,25 @@ test('an idle kept-alive connection is kept 72 s, longer than a proxy in front k
   await response.arrayBuffer()
   assert.equal(response.headers.get('keep-alive'), 'timeout=72')
   assert.equal(testApp.app.server.keepAliveTimeout, 72_000)
+})
+
+test('connections refused past CONNECTIONS_PER_ADDRESS are logged once, naming TRUST_PROXY, however many follow', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, CONNECTIONS_PER_ADDRESS: '1' })
+  const port = Number(new URL(server.url).port)
+  const open = async () => {
+    const socket = connect(port, '127.0.0.1')
+    defer(t, () => socket.destroy())
+    await once(socket, 'connect')
+    return socket
+  }
+  await open()
+  for (let refused = 0; refused < 3; refused++) assert.equal(await closesWithin(await open(), 2000), true, 'a connection past the limit is closed')
+  const warnings = () => server.output().split('\n').filter((line) => line.includes('TRUST_PROXY')).map((line) => JSON.parse(line))
+  for (let waited = 0; warnings().length === 0 && waited < 2000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50))
+  assert.deepEqual(warnings().map(({ level, address, perAddress, msg }) => ({ level, address, perAddress, msg })), [{
+    level: 40,
+    address: '127.0.0.1',
+    perAddress: 1,
+    msg: 'connections from 127.0.0.1 past CONNECTIONS_PER_ADDRESS (1) are closed at once; if it is a proxy or load balancer, name it in TRUST_PROXY'
+  }])
 })
