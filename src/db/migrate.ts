@@ -48,13 +48,14 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
   // Kysely's refusal of a store that records a migration this build does not have.
   if (message.startsWith('corrupted migrations')) {
     const recorded = await recordedMigrations(db)
-    const unknown = recorded.filter((name) => !(name in MIGRATIONS))
-    const known = Object.keys(MIGRATIONS).sort()
-    const newer = unknown.every((name) => name > known.at(-1)!) && known.every((name) => recorded.includes(name))
-    if (unknown.length > 0 && newer) return { applied: [], newer: unknown.sort() }
+    const unknown = recorded.filter((name) => !(name in MIGRATIONS)).sort()
+    const last = Object.keys(MIGRATIONS).sort().at(-1)!
+    const missing = Object.keys(MIGRATIONS).filter((name) => !recorded.includes(name))
+    if (unknown.length > 0 && missing.length === 0 && unknown.every((name) => name > last)) return { applied: [], newer: unknown }
     if (unknown.length > 0) {
-      throw new Error(`The store records migrations this build does not have (${unknown.join(', ')}), and not after all of its own (up to ${known.at(-1)}): ` +
-        'another build made it; run that build, or a copy of the store from before it', { cause: error })
+      const why = missing.length > 0 ? `, and lacks some of its own (${missing.join(', ')})` : `, and not after all of its own (up to ${last})`
+      throw new Error(`The store records migrations this build does not have (${unknown.join(', ')})${why}: another build made it; ` +
+        'run that build, or a copy of the store from before it', { cause: error })
     }
   }
   throw new Error(`Migration failed: ${message}`, { cause: error })

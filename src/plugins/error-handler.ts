@@ -8,7 +8,7 @@ import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import { emptyBody, unsupportedMediaType } from './json-body.js'
 import { holdRequestsAfter } from './pipelined-requests.js'
-import { announcesBody } from './request-head.js'
+import { announcesBody, BODILESS_METHODS } from './request-head.js'
 import { SECURITY_HEADERS } from './security-headers.js'
 
 declare module 'fastify' {
@@ -86,12 +86,12 @@ export function sendError (error: FastifyError | Error, request: FastifyRequest,
   // Answered before its body was read (a 401 to a POST announcing gigabytes, say): a long body, or one
   // of unknown length, closes the connection, sparing the read, and so does a 400 (a head a proxy in
   // front may have framed otherwise). A short one is read and dropped after the answer, as Node does
-  // with a body nobody read, and the connection stays (Fastify's parser asks to close it on a 413):
-  // closed with the body unread, the connection is reset by the kernel, and a proxy in front still
-  // sending the body (nginx) got the reset before the answer, and answered 502.
-  // (A request without a body is not `complete` yet when a synchronous hook answers it; its connection stays.)
+  // with a body nobody read, and the connection stays: closed with the body unread, the connection is
+  // reset by the kernel, and a proxy in front still sending the body (nginx) got the reset before the
+  // answer, and answered 502. (A request without a body is not `complete` yet when a synchronous hook
+  // answers it; its connection stays.)
   if (announcesBody(request.raw) && !request.raw.complete) {
-    if (apiError.status !== 400 && isDrainedAfterAnswer(request.raw)) reply.removeHeader('connection')
+    if (apiError.status !== 400 && isDrainedAfterAnswer(request.raw)) dropBodyAfterAnswer(request, reply)
     else reply.header('connection', 'close')
   }
   // Set here too, as the other error writers below do: a refusal by a hook before security-headers'
@@ -108,12 +108,33 @@ const DRAINED_BODY_BYTES = 1024 * 1024
 /**
  * Whether a request answered before its body was read has that body read after the answer (see
  * sendError): one of a known length, up to DRAINED_BODY_BYTES, whose client was not asked to wait for
- * `100 Continue` (one that waits may never send it; Node closes its connection).
+ * `100 Continue` (one that waits may never send it; Node closes its connection), and not a GET's or
+ * HEAD's, whose connection closes (see pipelined-requests).
  */
-function isDrainedAfterAnswer ({ headers }: IncomingMessage): boolean {
+function isDrainedAfterAnswer ({ headers, method }: IncomingMessage): boolean {
   const length = headers['content-length']
-  return headers['transfer-encoding'] === undefined && headers.expect === undefined && length !== undefined && Number(length) <= DRAINED_BODY_BYTES
+  return !BODILESS_METHODS.has(method!) && headers['transfer-encoding'] === undefined && headers.expect === undefined && length !== undefined && Number(length) <= DRAINED_BODY_BYTES
 }
+
+/**
+ * Lets the body of a request answered before it be read and dropped after the answer (Node does so
+ * with a body nobody read), keeping the connection. Fastify's parser asks to close it with its 413: a
+ * connection that may stay (the client did not ask to close it, the server is not closing) is said to
+ * stay instead, as Node says it of the others. Until the body has come, its connection is marked, so
+ * that a fault in it (a body that never comes whole: the request timeout) closes the connection
+ * without a second answer.
+ */
+function dropBodyAfterAnswer (request: FastifyRequest, reply: FastifyReply): void {
+  const { raw, socket } = request
+  if (reply.getHeader('connection') === 'close' && reply.raw.shouldKeepAlive && !reply.raw.hasHeader('connection')) {
+    reply.header('connection', 'keep-alive').header('keep-alive', `timeout=${Math.floor(request.server.server.keepAliveTimeout / 1000)}`)
+  }
+  bodiesDropped.add(socket)
+  raw.once('end', () => { bodiesDropped.delete(socket) })
+}
+
+// The connections whose request's body is being dropped after its answer (see dropBodyAfterAnswer).
+const bodiesDropped = new WeakSet<Socket>()
 
 /** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */
 function outageKind ({ message, cause }: ApiError): string {
@@ -180,7 +201,7 @@ const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value
  * they get none.
  */
 export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, count: CountUnread): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
+  if (error.code === 'ECONNRESET' || !socket.writable || bodiesDropped.has(socket)) {
     socket.destroy()
     return
   }

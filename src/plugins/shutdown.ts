@@ -7,10 +7,13 @@ const SHUTTING_DOWN = new ApiError(503, 'service_unavailable', 'The server is sh
   headers: { 'retry-after': '1', connection: 'close' }
 })
 
+/** How often, while the server closes, the connections gone idle since are closed. */
+const IDLE_SWEEP_MS = 100
+
 /**
  * Once the server is closing, the answers in flight finish with `Connection: close`, so that their
  * clients send their next requests on new connections (to another instance), not on one about to
- * close. (Node closes idle connections itself.) A request that still arrives on a kept-alive connection,
+ * close. (Node closes idle connections itself; those idle later are closed as they go idle.) A request that still arrives on a kept-alive connection,
  * behind an answer whose head had gone before the close, is answered 503 in the Error shape, with
  * Retry-After and Connection: close. (Fastify's own answer for this case has another body, so it is
  * turned off in buildApp.)
@@ -24,6 +27,11 @@ export default fp(async (app) => {
   })
   app.addHook('preClose', (done) => {
     closing = true
+    // Node closes the connections idle when the server closes, once: one whose answer had started
+    // then (or whose body was still being dropped) goes idle afterwards, and was kept until its
+    // keep-alive timeout (72 s), past the shutdown's grace.
+    const sweep = setInterval(() => { app.server.closeIdleConnections() }, IDLE_SWEEP_MS).unref()
+    app.server.once('close', () => { clearInterval(sweep) })
     for (const socket of connections) {
       // The answer under way on the connection: Node's own field, not documented, which
       // http-terminator reads for the same end.

@@ -47,3 +47,26 @@ test('during shutdown, an answer in flight finishes with Connection: close, an i
   const error = errorOf({ statusCode: 503, headers: { 'content-type': /content-type: ([^\r]+)/i.exec(refused)![1] }, json: () => JSON.parse(json!) })
   assert.equal(error.code, 'service_unavailable')
 })
+
+test('during shutdown, a connection that goes idle after the close began (its answer under way, or its refused body still coming) is closed then, not at its keep-alive timeout', async (t) => {
+  const testApp = await build(t)
+  const authorization = `Authorization: ${testApp.auth.authorization}\r\n`
+  // A body refused before it is read (no key), read and dropped after the answer: half of it is still to come.
+  const dropping = await openRawConnection(testApp)
+  dropping.socket.write('POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{')
+  while (!dropping.received().includes('}')) await once(dropping.socket, 'data')
+  // A large answer, its head sent and its body held back by a client that stopped reading.
+  const late = await openRawConnection(testApp)
+  late.socket.write(`GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n${authorization}\r\n`)
+  await once(late.socket, 'data')
+  late.socket.pause()
+  const started = Date.now()
+  const closed = testApp.app.close()
+  await new Promise((resolve) => setImmediate(resolve))
+  dropping.socket.write('        }')
+  late.socket.resume()
+  await Promise.all([once(dropping.socket, 'close'), once(late.socket, 'close'), closed])
+  assert.ok(Date.now() - started < 2000, `closed in ${Date.now() - started} ms`)
+  assert.match(dropping.received(), /^HTTP\/1\.1 401 /)
+  assert.equal(dropping.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'one answer')
+})

@@ -47,6 +47,17 @@ forEachStore((store) => {
     assert.equal(response.status, 201)
   })
 
+  test('a store that records a newer migration but lacks one of this build\'s own is refused, naming both', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    assert.equal((await runCli(['migrate'], env)).code, 0)
+    await recordMigration(t, env.DATABASE_URL, '999-from-a-newer-build')
+    const { db } = openTestStore(t, env.DATABASE_URL)
+    await sql`delete from kysely_migration where name = ${LATEST}`.execute(db)
+    const result = await runCli(['keys', 'list'], env)
+    assert.equal(result.code, 1, result.stderr)
+    assert.match(result.stderr, new RegExp(`The store records migrations this build does not have \\(999-from-a-newer-build\\), and lacks some of its own \\(${LATEST}\\)`))
+  })
+
   test('a store that records a migration among this build\'s own, not after them, is refused, naming it', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     assert.equal((await runCli(['migrate'], env)).code, 0)
