@@ -38,7 +38,6 @@ window.SwaggerUIBundle = Object.assign(function (config) {
 
 const DOCS_OPTIONS = {
   routePrefix: '/docs',
-  indexPrefix: undefined as string | undefined,
   staticCSP: DOCS_CONTENT_SECURITY_POLICY,
   theme: { title: 'Pet Store API reference', js: [{ filename: 'served-document.js', content: READ_SERVED_DOCUMENT }] },
   uiConfig: {

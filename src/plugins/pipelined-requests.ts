@@ -19,9 +19,9 @@ const lastBarrier = new WeakMap<Socket, ServerResponse>()
  * every pipelined request as soon as it is parsed, and a GET sent after a POST was answered from the
  * store as it was before the POST's commit. RFC 9112 (section 9.3.2) lets a server work on pipelined
  * requests together only when all are safe. So does one after a request with a body, which may be
- * answered before its body is read, with its connection closed (see sendError): a request after an
- * answer that closes the connection is not served (section 9.6), where what Node parsed as one may
- * have been the rest of that body. A GET or HEAD request with a body (which has no meaning, RFC 9110) is answered
+ * answered before its body is read, with its connection closed: a request after an answer that
+ * closes the connection is not served (section 9.6), where what Node parsed as one may have been the
+ * rest of that body. A GET or HEAD request with a body (which has no meaning, RFC 9110) is answered
  * without reading it, and its connection closes after the answer: read and dropped, a body of any
  * size kept the connection (past the 16 KiB a body may have), and one that never ended drew a 408
  * after the answer, a second answer to one request. On the path of every request, so without a

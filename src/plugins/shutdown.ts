@@ -13,10 +13,10 @@ const IDLE_SWEEP_MS = 100
 /**
  * Once the server is closing, the answers in flight finish with `Connection: close`, so that their
  * clients send their next requests on new connections (to another instance), not on one about to
- * close. (Node closes idle connections itself; those idle later are closed as they go idle.) A request that still arrives on a kept-alive connection,
- * behind an answer whose head had gone before the close, is answered 503 in the Error shape, with
- * Retry-After and Connection: close. (Fastify's own answer for this case has another body, so it is
- * turned off in buildApp.)
+ * close. (Node closes the idle connections itself, and those gone idle since are closed as they
+ * go.) A request that still arrives on a kept-alive connection, behind an answer whose head had gone
+ * before the close, is answered 503 in the Error shape, with Retry-After and Connection: close.
+ * (Fastify's own answer for this case has another body, so it is turned off in buildApp.)
  */
 export default fp(async (app) => {
   let closing = false
