@@ -70,3 +70,14 @@ test('during shutdown, a connection that goes idle after the close began (its an
   assert.match(dropping.received(), /^HTTP\/1\.1 401 /)
   assert.equal(dropping.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'one answer')
 })
+
+test('during shutdown, a connection that has sent nothing (as browsers open some ahead of need) is closed, not held to the idle timeout', async (t) => {
+  const testApp = await build(t, { limits: { idleTimeoutMs: 10_000 } })
+  const accepted = once(testApp.app.server, 'connection')
+  const silent = await openRawConnection(testApp)
+  await accepted
+  const started = Date.now()
+  await Promise.all([once(silent.socket, 'close'), testApp.app.close()])
+  assert.ok(Date.now() - started < 3000, `closed in ${Date.now() - started} ms`)
+  assert.equal(silent.received(), '', 'closed with nothing sent')
+})
