@@ -30,8 +30,8 @@ export default fp(async (app) => {
     socket.once('close', () => connections.delete(socket))
   })
   // A connection that has sent nothing yet (browsers open some ahead of need) is not idle to Node,
-  // nor under its headers timeout: it held every shutdown to its grace (10 s), and app.close() to
-  // the idle timeout.
+  // and once the server closes, Node no longer closes it at the headers timeout: it held every
+  // shutdown to its grace (10 s), and app.close() to the idle timeout.
   const closeSilentConnections = () => {
     const openedBefore = performance.now() - SILENT_GRACE_MS
     for (const [socket, openedAt] of connections) if (socket.bytesRead === 0 && openedAt <= openedBefore) socket.destroy()
