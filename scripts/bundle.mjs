@@ -3,7 +3,28 @@
 // Kysely alone are over a thousand files), the service spent most of its start-up finding, reading and
 // compiling them: one file starts it in about two thirds of the time. Each worker thread's entry point
 // is bundled apart, beside it (see src/store/sqlite/worker-thread.ts).
+import { execFileSync } from 'node:child_process'
+import { realpathSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+
+/**
+ * The commit checked out, `.dirty` after it when tracked files differ from it; none outside a clone
+ * of this project (a folder inside another project's clone is not one).
+ */
+function commitBuilt () {
+  const root = realpathSync(fileURLToPath(new URL('..', import.meta.url)))
+  const git = (...args) => execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+  try {
+    if (realpathSync(git('rev-parse', '--show-toplevel')) !== root.replace(/\/$/, '')) return undefined
+    const commit = git('rev-parse', '--short=12', 'HEAD')
+    return git('status', '--porcelain', '--untracked-files=no') === '' ? commit : `${commit}.dirty`
+  } catch {
+    return undefined
+  }
+}
+
+const commit = commitBuilt()
 
 const options = {
   bundle: true,
@@ -12,6 +33,8 @@ const options = {
   target: 'node20',
   sourcemap: true,
   logLevel: 'warning',
+  // The version the command prints (src/version.ts).
+  define: commit === undefined ? {} : { PETSTORE_COMMIT: JSON.stringify(commit) },
   // CommonJS dependencies inside an ES module still call require() for Node's built-ins.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   external: [

@@ -16,6 +16,7 @@ import { openFileLimit } from './open-file-limit.js'
 import { logProcessWarnings } from './process-warnings.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
 import type { Store } from './store/store.js'
+import { VERSION } from './version.js'
 import { STOP_WORKER, superviseWorkers } from './workers.js'
 
 const SHUTDOWN_GRACE_MS = 10_000
@@ -32,7 +33,10 @@ export async function serve (config: Config): Promise<void> {
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
   }
-  if (!worker) warnOfFewFileDescriptors(logger)
+  if (!worker) {
+    logger.info({ version: VERSION }, `starting petstore ${VERSION}`)
+    warnOfFewFileDescriptors(logger)
+  }
   if (config.WEB_CONCURRENCY > 1 && !worker) {
     const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
     try {

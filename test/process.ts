@@ -10,7 +10,7 @@ function newestChange (dir: string): number {
   return Math.max(...readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => statSync(join(entry.parentPath, entry.name)).mtimeMs))
 }
 
-const BUNDLE = 'dist/petstore.mjs'
+export const BUNDLE = 'dist/petstore.mjs'
 
 /**
  * The `petstore` command as users run it, the bundle `npm test` makes first, when it is newer than

@@ -14,7 +14,7 @@ import { printable } from '../printable.js'
 import { INT64_MAX } from '../validation/int64.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
-import packageJson from '../../package.json' with { type: 'json' }
+import { VERSION } from '../version.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
 import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, type LifetimeOptions } from './key-options.js'
@@ -58,7 +58,7 @@ function buildProgram (): Command {
   const cmd = commandName()
   const program = new Command('petstore')
     .description('The pet store service and its administration.\nConfigured by environment variables: see the README.')
-    .version(packageJson.version, '-V, --version', 'print the version')
+    .version(VERSION, '-V, --version', 'print the version')
     // A hint, not the help itself: twenty lines of it pushed the one line that says what is wrong out of sight.
     .showHelpAfterError('(add --help to see the usage)')
     .configureOutput({ outputError: (text, write) => { write(printableUsageError(text)) } })

@@ -253,6 +253,8 @@ test('the console: on a terminal, lines a person reads and one per request; else
   assert.equal((await fetch(`${quiet.url}/healthz`)).status, 200)
   assert.equal(await quiet.stop(), 0)
   assert.match(quiet.output(), /"msg":"shutting down"/)
+  const { stdout: version } = await runCli(['--version'], {})
+  assert.equal(JSON.parse(quiet.output().split('\n')[0]!).msg, `starting petstore ${version.trim()}`)
   assert.doesNotMatch(quiet.output(), /healthz/)
 
   const lines = await startServer(t, { ...env, LOG_REQUESTS: 'on' })
