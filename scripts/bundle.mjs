@@ -16,7 +16,7 @@ function commitBuilt () {
   const root = realpathSync(fileURLToPath(new URL('..', import.meta.url)))
   const git = (...args) => execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
   try {
-    if (realpathSync(git('rev-parse', '--show-toplevel')) !== root.replace(/\/$/, '')) return undefined
+    if (realpathSync(git('rev-parse', '--show-toplevel')) !== root) return undefined
     const commit = git('rev-parse', '--short=12', 'HEAD')
     return git('status', '--porcelain', '--untracked-files=no') === '' ? commit : `${commit}.dirty`
   } catch {
