@@ -10,8 +10,16 @@ const SHUTTING_DOWN = new ApiError(503, 'service_unavailable', 'The server is sh
 /** How often, while the server closes, the connections gone idle since are closed. */
 const IDLE_SWEEP_MS = 100
 
-/** How long, while the server closes, a connection that has sent nothing yet may stay open for its first request. */
-const SILENT_GRACE_MS = 1000
+/**
+ * How long, while the server closes, a connection with no answer under way may stay open: for a
+ * request whose head is on its way, or the rest of a body being dropped after its answer.
+ */
+const UNANSWERED_GRACE_MS = 1000
+
+/** The answer under way on a connection: Node's own field, not documented, which http-terminator reads for the same end. */
+function answerOn (socket: Socket): ServerResponse | null | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+}
 
 /**
  * Once the server is closing, the answers in flight finish with `Connection: close`, so that their
@@ -23,33 +31,33 @@ const SILENT_GRACE_MS = 1000
  */
 export default fp(async (app) => {
   let closing = false
-  /** The open connections, and when each was opened (performance.now()). */
-  const connections = new Map<Socket, number>()
+  const connections = new Set<Socket>()
   app.server.on('connection', (socket) => {
-    connections.set(socket, performance.now())
+    connections.add(socket)
     socket.once('close', () => connections.delete(socket))
   })
-  // A connection that has sent nothing yet (browsers open some ahead of need) is not idle to Node,
-  // and once the server closes, Node no longer closes it at the headers timeout: it held every
-  // shutdown to its grace (10 s), and app.close() to the idle timeout.
-  const closeSilentConnections = () => {
-    const openedBefore = performance.now() - SILENT_GRACE_MS
-    for (const [socket, openedAt] of connections) if (socket.bytesRead === 0 && openedAt <= openedBefore) socket.destroy()
-  }
   app.addHook('preClose', (done) => {
     closing = true
     // Node closes the connections idle when the server closes, once: one whose answer had started
-    // then (or whose body was still being dropped) goes idle afterwards, and was kept until its
-    // keep-alive timeout (72 s), past the shutdown's grace.
+    // then goes idle afterwards, and was kept until its keep-alive timeout (72 s), past the
+    // shutdown's grace. And once the server closes, Node no longer times out a request's head: a
+    // connection that has sent none, or part of one (browsers open some ahead of need), or whose
+    // refused body was still coming, held every shutdown to its grace (10 s), and app.close() to
+    // the idle timeout (60 s). Such a connection, with no answer under way for a second, is closed.
+    const unansweredSince = new Map<Socket, number>()
     const sweep = setInterval(() => {
       app.server.closeIdleConnections()
-      closeSilentConnections()
+      const now = performance.now()
+      for (const socket of connections) {
+        const since = unansweredSince.get(socket)
+        if (answerOn(socket) != null) unansweredSince.delete(socket)
+        else if (since === undefined) unansweredSince.set(socket, now)
+        else if (now - since >= UNANSWERED_GRACE_MS) socket.destroy()
+      }
     }, IDLE_SWEEP_MS).unref()
     app.server.once('close', () => { clearInterval(sweep) })
-    for (const socket of connections.keys()) {
-      // The answer under way on the connection: Node's own field, not documented, which
-      // http-terminator reads for the same end.
-      const answer = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+    for (const socket of connections) {
+      const answer = answerOn(socket)
       if (answer != null && !answer.headersSent) answer.setHeader('connection', 'close')
     }
     done()

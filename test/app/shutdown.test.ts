@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { test } from 'node:test'
-import { build, errorOf, openRawConnection } from '../helper.js'
+import { build, errorOf, openRawConnection, untilReceived } from '../helper.js'
 
 test('during shutdown, an answer in flight finishes with Connection: close, an idle connection is closed, and a request that comes after it on a kept-alive connection gets 503 in the Error shape', async (t) => {
   const testApp = await build(t)
@@ -71,13 +71,26 @@ test('during shutdown, a connection that goes idle after the close began (its an
   assert.equal(dropping.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'one answer')
 })
 
-test('during shutdown, a connection that has sent nothing (as browsers open some ahead of need) is closed, not held to the idle timeout', async (t) => {
+test('during shutdown, a connection with no answer under way (that has sent nothing, part of a head, or a refused body that keeps coming) is closed after a second, not held to the grace or the idle timeout', { timeout: 10_000 }, async (t) => {
   const testApp = await build(t, { limits: { idleTimeoutMs: 10_000 } })
-  const accepted = once(testApp.app.server, 'connection')
+  let accepted = 0
+  testApp.app.server.on('connection', () => { accepted++ })
+  // As browsers open some ahead of need.
   const silent = await openRawConnection(testApp)
-  await accepted
+  const partHead = await openRawConnection(testApp)
+  partHead.socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n')
+  // Refused (no key) before its body is read, the body then read and dropped: most of it still to come.
+  const dropping = await openRawConnection(testApp)
+  dropping.socket.write('POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{')
+  await untilReceived(dropping.received, (text) => text.includes('}'))
+  while (accepted < 3) await new Promise((resolve) => setTimeout(resolve, 5))
+  const dripping = setInterval(() => { dropping.socket.write(' ') }, 50)
+  t.after(() => { clearInterval(dripping) })
   const started = Date.now()
-  await Promise.all([once(silent.socket, 'close'), testApp.app.close()])
+  await Promise.all([once(silent.socket, 'close'), once(partHead.socket, 'close'), once(dropping.socket, 'close'), testApp.app.close()])
   assert.ok(Date.now() - started < 3000, `closed in ${Date.now() - started} ms`)
   assert.equal(silent.received(), '', 'closed with nothing sent')
+  assert.equal(partHead.received(), '', 'closed with nothing sent')
+  assert.match(dropping.received(), /^HTTP\/1\.1 401 /)
+  assert.equal(dropping.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'one answer')
 })
