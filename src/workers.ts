@@ -44,14 +44,25 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
   const stop = async (exitCode: number) => {
     stopping = true
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined)
-    const exited = Promise.all(workers.map(async (worker) => { if (worker.process.exitCode === null) await once(worker, 'exit') }))
-    // A worker whose channel is gone is exiting anyway (node:cluster ends a worker that loses it).
-    for (const worker of workers) if (worker.isConnected()) worker.send(STOP_WORKER, () => {})
-    const killer = setTimeout(() => { for (const worker of workers) worker.process.kill('SIGKILL') }, graceMs + 1000)
-    await exited
+    // Whether each worker finished: exit 0 (one that stops at its grace exits 1, as one process does).
+    const finished = Promise.all(workers.map(async (worker) => {
+      if (worker.process.exitCode !== null || worker.process.signalCode !== null) return true
+      const [code] = await once(worker, 'exit') as [number | null]
+      return code === 0
+    }))
+    // A worker whose channel is gone is exiting anyway (node:cluster ends a worker that loses it). One
+    // still starting is told once it listens: a message sent before it listens for them was lost,
+    // and it went on to serve until it was killed.
+    const tell = (worker: Worker) => { if (worker.isConnected()) worker.send(STOP_WORKER, () => {}) }
+    for (const worker of workers) if (serving.has(worker)) tell(worker); else worker.once('listening', () => { tell(worker) })
+    const killer = setTimeout(() => {
+      logger.error({ graceMs: graceMs + 1000 }, `workers not finished within ${(graceMs + 1000) / 1000} s are killed`)
+      for (const worker of workers) worker.process.kill('SIGKILL')
+    }, graceMs + 1000)
+    const allFinished = (await finished).every(Boolean)
     clearTimeout(killer)
     metricsServer?.close()
-    process.exit(exitCode)
+    process.exit(exitCode === 0 && !allFinished ? 1 : exitCode)
   }
   let served = false
   let restartDelayMs = RESTART_DELAY_MS

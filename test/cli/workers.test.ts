@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
@@ -7,7 +8,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { createCuttableProxy } from '../cuttable-proxy.js'
 import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
-import { listAllPets, startServer, type ServerProcess } from '../process.js'
+import { CLI, listAllPets, startServer, type ServerProcess } from '../process.js'
 
 const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
 
@@ -161,6 +162,38 @@ test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in on
   assert.match(server.output(), /second SIGTERM: the workers are killed/)
   for (let tries = 0; workers.some(isAlive) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 10))
   assert.deepEqual(workers.filter(isAlive), [], 'no worker outlives the primary')
+})
+
+test('WEB_CONCURRENCY=2: a SIGTERM to the primary while its workers start stops them once they listen, at once, and exits 0', async (t) => {
+  const child = spawn(process.execPath, [...CLI, 'serve'], {
+    env: { ...process.env, DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, PORT: '0', HOST: '127.0.0.1', WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  defer(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const exited = once(child, 'exit')
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  while (!output.includes('"msg":"starting workers"')) await Promise.race([once(child.stdout, 'data'), exited])
+  const signalled = performance.now()
+  child.kill('SIGTERM')
+  const [code] = await exited
+  assert.equal(code, 0, output)
+  // Their stop message was lost, and they served until killed, 11 s later.
+  assert.ok(performance.now() - signalled < 5000, `exited ${Math.round(performance.now() - signalled)} ms after the signal`)
+})
+
+test('WEB_CONCURRENCY=2: a shutdown that a worker could not finish within its grace exits 1, as one process does', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
+  await untilListening(server, 2)
+  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  // A create whose body never comes holds its worker's shutdown for the grace period (10 s).
+  const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
+  defer(t, () => socket.destroy())
+  await once(socket, 'connect')
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  assert.equal(await server.stop(), 1)
+  assert.match(server.output(), /shutdown not finished within 10 s/)
 })
 
 test('WEB_CONCURRENCY=2: one SIGTERM sent to the primary and to its group (as timeout(1) sends it) is one, and lets the request in flight finish', async (t) => {
