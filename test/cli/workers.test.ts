@@ -173,7 +173,10 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the primary while its workers start stops 
   const exited = once(child, 'exit')
   let output = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  while (!output.includes('"msg":"starting workers"')) await Promise.race([once(child.stdout, 'data'), exited])
+  while (!output.includes('"msg":"starting workers"')) {
+    if (child.exitCode !== null || child.signalCode !== null) assert.fail(`exited before starting its workers: ${output}`)
+    await Promise.race([once(child.stdout, 'data'), exited])
+  }
   const signalled = performance.now()
   child.kill('SIGTERM')
   const [code] = await exited
