@@ -84,6 +84,7 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     const shown: RejectedRow[] = []
     let underWay: RowPosition | undefined
     let stored = 0
+    let rowsDone = 0
     const importing = withStore((store) => importPets(store.pets, readImportItems(input, format, state), {
       ...options,
       signal,
@@ -91,6 +92,7 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
       onProgress: (done, storedSoFar) => {
         underWay = undefined
         stored = storedSoFar
+        rowsDone = done
         progress.update(done)
       },
       onRejected: async (rejected) => {
@@ -131,10 +133,10 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
       else console.log(`Store failure: ${batch} was not stored: ${reason}`)
       if (report.notTried.first !== undefined) console.log(`Not tried after the failure: ${count(report.notTried.count, 'valid row')}, from ${describePosition(report.notTried.first)} to the end.`)
     }
-    if (report.stopped) {
-      console.log(`Stopped (SIGTERM or Ctrl-C) after the batch under way: ${count(report.notTried.count, 'valid row')} not stored, from ${describePosition(report.notTried.first!)} to the end.`)
+    if (report.stopped !== undefined) {
+      console.log(`Stopped (SIGTERM or Ctrl-C) after the batch under way: ${count(total - rowsDone, 'row')} not tried, from ${describePosition(report.stopped.first)} to the end.`)
     }
-    return report.rejected === 0 && report.failedBatch === undefined && !report.stopped
+    return report.rejected === 0 && report.failedBatch === undefined && report.stopped === undefined
   } finally {
     await errorsHandle?.close()
   }

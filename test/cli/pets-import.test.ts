@@ -136,9 +136,11 @@ function sevenPetsCsv (t: TestContext): string {
   return file
 }
 
-test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and says what was not stored', async (t) => {
+test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, reads no further, and says what was not stored', async (t) => {
   const { store } = await createTestStore(t)
   const file = sevenPetsCsv(t)
+  // A row the import would reject, after the stop: the rest of a file (millions of rows) is not read.
+  appendFileSync(file, '\nbad,0')
   const stop = new AbortController()
   // Stopped while the second batch is being stored: it is stored whole, and the third is not tried.
   let batches = 0
@@ -152,7 +154,8 @@ test('an import stopped (SIGTERM, Ctrl-C) ends after the batch under way, and sa
   const done = await runPetsImport(async (work) => await work({ ...store, pets }), file, { batchSize: 3, dryRun: false }, stop.signal)
   assert.equal(done, false)
   assert.ok(printed.includes('Stored: 6 pets.'), printed.join('\n'))
-  assert.ok(printed.includes('Stopped (SIGTERM or Ctrl-C) after the batch under way: 1 valid row not stored, from line 8 to the end.'), printed.join('\n'))
+  assert.ok(printed.includes('Stopped (SIGTERM or Ctrl-C) after the batch under way: 2 rows not tried, from line 8 to the end.'), printed.join('\n'))
+  assert.ok(!printed.some((line) => line.startsWith('line 9') || line.startsWith('Rejected')), printed.join('\n'))
   assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c', 'd', 'e', 'f'])
 })
 
