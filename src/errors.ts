@@ -52,12 +52,15 @@ interface ApiErrorOptions {
   cause?: unknown
   /** Response headers the error requires, such as `Allow` or `WWW-Authenticate`. */
   headers?: Record<string, string>
+  /** A 503 the service gives by design (it is stopping), not an outage: logged at `info`. */
+  planned?: boolean
 }
 
 /** An error that is answered as it is: its status, code and message reach the client. */
 export class ApiError extends Error {
   override name = 'ApiError'
   readonly headers: Record<string, string>
+  readonly planned: boolean
 
   constructor (
     readonly status: number,
@@ -67,6 +70,7 @@ export class ApiError extends Error {
   ) {
     super(message, { cause: options.cause })
     this.headers = options.headers ?? {}
+    this.planned = options.planned ?? false
   }
 
   /** The Error body. Its message may quote the request (a field's name, a header): never a key or secret it held. */

@@ -22,7 +22,8 @@ export class OutageLog {
 
   constructor (private readonly log: FastifyBaseLogger, private readonly consequence: string, private readonly intervalMs = OUTAGE_REPORT_INTERVAL_MS) {}
 
-  failed (kind: string, cause: unknown): void {
+  /** `cause` is the failure's error, if it has one (a refusal of the service's own, such as overload, has none). */
+  failed (kind: string, cause?: unknown, level: 'error' | 'info' = 'error'): void {
     const count = this.#counts.get(kind)
     if (count !== undefined) {
       this.#counts.set(kind, count + 1)
@@ -30,7 +31,7 @@ export class OutageLog {
     }
     this.#counts.set(kind, 0)
     this.#watchedFrom.set(kind, this.#timer === undefined ? this.#reports : this.#reports + 1)
-    this.log.error({ err: cause, kind }, `${kind}: ${this.consequence} (further failures of this kind are counted every ${this.#seconds} s)`)
+    this.log[level](cause === undefined ? { kind } : { err: cause, kind }, `${kind}: ${this.consequence} (further failures of this kind are counted every ${this.#seconds} s)`)
     this.#timer ??= setInterval(() => { this.#report() }, this.intervalMs).unref()
   }
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext } from 'node:test'
 import { connect, type AddressInfo, type Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { insertApiKey, type NewApiKey } from '../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../src/api-keys/api-key.service.js'
@@ -141,18 +141,20 @@ interface BuildOptions {
   verifierOptions?: ApiKeyVerifierOptions
   limits?: Partial<Limits>
   webhookNetwork?: WebhookNetwork
+  /** Where the app logs; by default, nowhere. */
+  logger?: FastifyBaseLogger
 }
 
 /**
  * The real app on a real, migrated store of its own, with one valid key; closed when the test ends,
  * after checking every answer it gave against its OpenAPI document (see checkContract).
  */
-export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits, webhookNetwork }: BuildOptions = {}): Promise<TestApp> {
+export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits, webhookNetwork, logger }: BuildOptions = {}): Promise<TestApp> {
   const databaseUrl = await (kind ?? SQLITE).databaseUrl(t)
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
   const store = openTestStore(t, databaseUrl, { ...storeOptionsFrom(config), poolSize: 4, ...(clock !== undefined && { clock }) })
   await migrateToLatest(store.db)
-  const app = await buildApp({ config, store, clock, verifierOptions, limits: { ...TEST_LIMITS, ...limits }, webhookNetwork })
+  const app = await buildApp({ config, store, clock, verifierOptions, limits: { ...TEST_LIMITS, ...limits }, webhookNetwork, logger })
   defer(t, () => app.close())
   checkAnswers(t, app)
   const { key } = await createKey(store.db)

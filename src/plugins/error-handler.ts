@@ -78,7 +78,7 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
 export function sendError (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = toApiError(error, request)
   if (apiError.status === 503) {
-    request.server.outageLog.failed(outageKind(apiError), apiError.cause ?? apiError)
+    request.server.outageLog.failed(outageKind(apiError), apiError.cause, apiError.planned ? 'info' : 'error')
   } else if (apiError.status >= 500) {
     request.log.error({ err: error }, 'request failed')
     apiError.message = `Internal error (request id ${request.id})`

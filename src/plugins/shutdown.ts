@@ -4,7 +4,8 @@ import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 
 const SHUTTING_DOWN = new ApiError(503, 'service_unavailable', 'The server is shutting down; retry', {
-  headers: { 'retry-after': '1', connection: 'close' }
+  headers: { 'retry-after': '1', connection: 'close' },
+  planned: true
 })
 
 /** How often, while the server closes, the connections gone idle since are closed. */

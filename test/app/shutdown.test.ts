@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { Writable } from 'node:stream'
 import { test } from 'node:test'
+import { createLogger } from '../../src/logger.js'
 import { build, errorOf, openRawConnection, untilReceived } from '../helper.js'
 
-test('during shutdown, an answer in flight finishes with Connection: close, an idle connection is closed, and a request that comes after it on a kept-alive connection gets 503 in the Error shape', async (t) => {
-  const testApp = await build(t)
+test('during shutdown, an answer in flight finishes with Connection: close, an idle connection is closed, and a request that comes after it on a kept-alive connection gets 503 in the Error shape, logged as no outage', async (t) => {
+  const logLines: Array<{ level: number, msg: string, err?: unknown }> = []
+  const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { logLines.push(JSON.parse(String(line))); done() } }))
+  const testApp = await build(t, { logger })
   const authorization = `Authorization: ${testApp.auth.authorization}\r\n`
   // An idle connection, kept alive after its answer.
   const idle = await openRawConnection(testApp)
@@ -46,6 +50,9 @@ test('during shutdown, an answer in flight finishes with Connection: close, an i
   const [, json] = refused.split('\r\n\r\n')
   const error = errorOf({ statusCode: 503, headers: { 'content-type': /content-type: ([^\r]+)/i.exec(refused)![1] }, json: () => JSON.parse(json!) })
   assert.equal(error.code, 'service_unavailable')
+  // A planned stop, not an outage to alert on: at info, without the stack of an error made at start.
+  const logged = logLines.find(({ msg }) => msg.startsWith('The server is shutting down'))
+  assert.deepEqual(logged && { level: logged.level, err: logged.err }, { level: 30, err: undefined }, JSON.stringify(logLines))
 })
 
 test('during shutdown, a connection that goes idle after the close began (its answer under way, or its refused body still coming) is closed then, not at its keep-alive timeout', async (t) => {
