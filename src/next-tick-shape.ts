@@ -7,7 +7,7 @@ import { createHook } from 'node:async_hooks'
  * alive (the service's heap brings them) drops them, the literal's feedback turns generic for good,
  * and from then on every nextTick (Node's HTTP server makes several a request) adds those keys
  * through V8's runtime. A bare node:http server made to collect in full did the same; with one entry
- * kept, neither does. Imported first by the entry points, before anything else can collect.
+ * kept, neither does. Imported first by the command's entry (src/cli/main.ts), before anything can collect.
  */
 export const keptTickEntries: object[] = []
 
