@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 
@@ -8,7 +9,7 @@ import { promisify } from 'node:util'
 // `.env`, a store file).
 const PACKED_ROOTS = /^(?:dist\/|docs\/|README\.md$|CHANGELOG\.md$|package\.json$)/
 
-test('the package holds the built service, its client and the documents, and nothing else of the clone', async () => {
+test('the package holds the built service (the command and each of its chunks), its client and the documents, and nothing else of the clone', async () => {
   // --ignore-scripts: packing would otherwise build the package again (`prepare`), under the other tests' feet.
   const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { maxBuffer: 16 * 1024 * 1024 })
   const [{ files }] = JSON.parse(stdout) as [{ files: Array<{ path: string }> }]
@@ -17,4 +18,17 @@ test('the package holds the built service, its client and the documents, and not
   for (const needed of ['dist/petstore.mjs', 'dist/pet-writer.worker.js', 'dist/wal-checkpoint.worker.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'README.md']) {
     assert.ok(paths.includes(needed), `${needed} is not packed (is the package built? npm ci builds it)`)
   }
+  // The command's chunks (scripts/bundle.mjs), followed from its entry: each is packed, and no other, such as one of an earlier build.
+  const loaded = new Set<string>()
+  const follow = (file: string) => {
+    for (const [, chunk] of readFileSync(file, 'utf8').matchAll(/["']\.\/(petstore-\w+\.mjs)["']/g)) {
+      const path = `dist/${chunk!}`
+      if (loaded.has(path)) continue
+      loaded.add(path)
+      follow(path)
+    }
+  }
+  follow('dist/petstore.mjs')
+  assert.ok(loaded.size > 0, 'the command is split into chunks')
+  assert.deepEqual(paths.filter((path) => /^dist\/petstore-\w+\.mjs$/.test(path)).sort(), [...loaded].sort())
 })
