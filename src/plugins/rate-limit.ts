@@ -184,11 +184,13 @@ function storeNamed (prefix: string, redis: Redis): FastifyRateLimitStoreCtor {
   }
 }
 
-// ioredis is loaded only when REDIS_URL is set, to keep it out of every other start.
+// ioredis is loaded only when REDIS_URL is set, to keep it out of every other start. Through its
+// default export, its `module.exports`: a CommonJS package in a chunk of the bundle (scripts/bundle.mjs)
+// has no other export once imported, where Node itself finds its named ones.
 async function connectRedis (url: string, commandTimeout: number): Promise<Redis> {
-  const { Redis } = await import('ioredis')
+  const { default: ioredis } = await import('ioredis')
   // Without a queue, commands fail at once while Redis is disconnected.
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout })
+  return new ioredis.Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout })
 }
 
 /** Resolves once Redis is connected, or after the timeout (requests then go unlimited until it is). */
