@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
-import { copyFileSync } from 'node:fs'
+import { copyFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { openStore } from '../../src/store/open-store.js'
 import { build, tempDir } from '../helper.js'
 
 /** The pets in the database file itself, as a copy of it without its WAL shows. */
@@ -33,3 +35,19 @@ for (const durability of ['default', 'strict']) {
     assert.equal(petsInDatabaseFile(path, copy), 20)
   })
 }
+
+// SQLite removes the WAL when its last connection closes: one left open by the thread would keep it.
+test('closing the store ends the checkpoint thread with its connection, whether the thread was still starting or had checkpointed', async (t) => {
+  for (const checkpointed of [false, true]) {
+    const path = join(tempDir(t), 'petstore.db')
+    const store = openStore(`sqlite:${path}`)
+    await migrateToLatest(store.db)
+    const deadline = Date.now() + 5000
+    while (checkpointed && petsInDatabaseFile(path, `${path}.copy`) === 0 && Date.now() < deadline) {
+      await store.db.insertInto('pets').values({ name: 'Rex', category_id: 1n, status: 'available', created_at: new Date().toISOString() }).execute()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await store.close()
+    assert.equal(existsSync(`${path}-wal`), false, checkpointed ? 'closed after a checkpoint' : 'closed at once')
+  }
+})

@@ -1,5 +1,5 @@
 // The WAL checkpoint thread's entry point (see WalCheckpointer): copies committed pages from the WAL
-// into the database file every tenth of a second, on a connection of its own, until told to stop.
+// into the database file every tenth of a second, on a connection of its own, until ended (WalCheckpointer.close).
 import SqliteDatabase from 'better-sqlite3'
 import { parentPort, workerData } from 'node:worker_threads'
 
@@ -9,7 +9,7 @@ const sqlite = new SqliteDatabase(path)
 let failing = false
 
 // PASSIVE waits for no one: it copies what no reader still needs, and writers go on meanwhile.
-const timer = setInterval(() => {
+setInterval(() => {
   try {
     sqlite.pragma('wal_checkpoint(PASSIVE)')
     failing = false
@@ -19,9 +19,3 @@ const timer = setInterval(() => {
     failing = true
   }
 }, intervalMs)
-
-port.once('message', () => {
-  clearInterval(timer)
-  sqlite.close()
-  port.close() // with the port closed, the thread ends
-})

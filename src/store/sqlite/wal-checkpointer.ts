@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads'
-import { startWorker, stopWorker } from './worker-thread.js'
+import { startWorker } from './worker-thread.js'
 
 const CHECKPOINT_INTERVAL_MS = 100
 /** SQLite's own threshold, for connections when no thread checkpoints. */
@@ -40,10 +40,16 @@ export class WalCheckpointer {
     })
   }
 
-  /** Stops the thread after its current checkpoint, if any. */
+  /**
+   * Ends the thread, after its current checkpoint if any: a checkpoint is never cut short (the thread
+   * stops only once back in JavaScript), nor would one cut short lose anything, and better-sqlite3
+   * closes the thread's connection as it ends. Asked to stop by a message instead, a thread still
+   * starting was waited for until it had started and opened the store: most of a short command's run
+   * (`keys list` took 0.36 s instead of 0.31).
+   */
   async close (): Promise<void> {
     if (this.#stopped) return
     this.#stopped = true
-    await stopWorker(this.#worker, 'stop')
+    await this.#worker.terminate()
   }
 }
