@@ -178,19 +178,23 @@ export async function clientFor (testApp: TestApp): Promise<PetStoreClient> {
   return createClient({ baseUrl: `${origin}/v1`, apiKey: testApp.auth.authorization.slice('Bearer '.length) })
 }
 
-/** A raw TCP connection to the test's app (listening on a free loopback port), and all it has received so far. */
-export async function openRawConnection (testApp: TestApp): Promise<{ socket: Socket, received: () => string }> {
+/** A raw TCP connection: all it has received so far, and its close, reset or not (events.once rejects on a reset). */
+export interface RawConnection { socket: Socket, received: () => string, closed: Promise<void> }
+
+/** A raw TCP connection to the test's app (listening on a free loopback port). */
+export async function openRawConnection (testApp: TestApp): Promise<RawConnection> {
   if (!testApp.app.server.listening) await testApp.app.listen({ port: 0, host: '127.0.0.1' })
   return connectRaw((testApp.app.server.address() as AddressInfo).port)
 }
 
-/** A raw TCP connection to a loopback port, and all it has received so far. */
-export function connectRaw (port: number): { socket: Socket, received: () => string } {
+/** A raw TCP connection to a loopback port. */
+export function connectRaw (port: number): RawConnection {
   const socket = connect(port, '127.0.0.1')
   let received = ''
   socket.on('data', (chunk) => { received += chunk })
-  socket.on('error', () => {}) // the server may close while the client still writes
-  return { socket, received: () => received }
+  socket.on('error', () => {}) // the server may close while the client still writes: a reset
+  const closed = new Promise<void>((resolve) => { socket.once('close', () => { resolve() }) })
+  return { socket, received: () => received, closed }
 }
 
 /** Waits until what a raw connection received passes `seen`, or 5 s; the test then asserts on it either way. */
@@ -201,9 +205,9 @@ export async function untilReceived (received: () => string, seen: (text: string
 
 /** Sends `request` on a connection of its own and ends it; resolves with all the server wrote back, once it closed the connection. */
 export async function exchange (testApp: TestApp, request: string): Promise<string> {
-  const { socket, received } = await openRawConnection(testApp)
+  const { socket, received, closed } = await openRawConnection(testApp)
   socket.end(request)
-  await once(socket, 'close')
+  await closed
   return received()
 }
 

@@ -33,7 +33,7 @@ test('during shutdown, an answer in flight finishes with Connection: close, an i
   busy.socket.write(body.slice(5))
   late.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${authorization}\r\n`)
   late.socket.resume()
-  await Promise.all([once(idle.socket, 'close'), once(busy.socket, 'close'), once(late.socket, 'close')])
+  await Promise.all([idle.closed, busy.closed, late.closed])
   await closed
 
   assert.equal(idle.received().length, idleReceived, 'the idle connection is closed with nothing more sent')
@@ -72,7 +72,7 @@ test('during shutdown, a connection that goes idle after the close began (its an
   await new Promise((resolve) => setImmediate(resolve))
   dropping.socket.write('        }')
   late.socket.resume()
-  await Promise.all([once(dropping.socket, 'close'), once(late.socket, 'close'), closed])
+  await Promise.all([dropping.closed, late.closed, closed])
   assert.ok(Date.now() - started < 2000, `closed in ${Date.now() - started} ms`)
   assert.match(dropping.received(), /^HTTP\/1\.1 401 /)
   assert.equal(dropping.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, 'one answer')
@@ -94,7 +94,7 @@ test('during shutdown, a connection with no answer under way (that has sent noth
   const dripping = setInterval(() => { dropping.socket.write(' ') }, 50)
   t.after(() => { clearInterval(dripping) })
   const started = Date.now()
-  await Promise.all([once(silent.socket, 'close'), once(partHead.socket, 'close'), once(dropping.socket, 'close'), testApp.app.close()])
+  await Promise.all([silent.closed, partHead.closed, dropping.closed, testApp.app.close()])
   assert.ok(Date.now() - started < 3000, `closed in ${Date.now() - started} ms`)
   assert.equal(silent.received(), '', 'closed with nothing sent')
   assert.equal(partHead.received(), '', 'closed with nothing sent')

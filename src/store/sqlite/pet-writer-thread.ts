@@ -36,6 +36,7 @@ export class PetWriterThread {
   readonly #worker: Worker
   readonly #pending: Pending[] = []
   #failure: Error | undefined
+  #closing = false
 
   constructor (workerData: WriterWorkerData, onFailure: (error: Error) => void) {
     this.#worker = startWorker('pet-writer.worker', import.meta.url, workerData)
@@ -44,7 +45,8 @@ export class PetWriterThread {
       const pending = this.#pending.shift()
       if (pending === undefined) return // failed already (see #fail), with the thread's other answers
       const { creates, resolve, reject } = pending
-      if (this.#pending.length === 0) this.#worker.unref()
+      // Closing, it stays referenced until it has ended (see close).
+      if (this.#pending.length === 0 && !this.#closing) this.#worker.unref()
       if ('outcomes' in answer) resolve(decodeOutcomes(creates, answer.outcomes))
       else reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
     })
@@ -72,6 +74,7 @@ export class PetWriterThread {
   /** Lets the thread finish the groups it was sent, close its connection and stop. */
   async close (): Promise<void> {
     if (this.#failure !== undefined) return
+    this.#closing = true
     await stopWorker(this.#worker, null satisfies WriterMessage)
   }
 
