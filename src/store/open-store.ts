@@ -15,6 +15,8 @@ export interface StoreOptions {
   /** PostgreSQL: the longest waits for a connection and for a statement. */
   deadlines?: Deadlines
   durability?: Durability
+  /** SQLite: how long after opening the WAL checkpoint thread starts (a second unless told). */
+  checkpointStartDelayMs?: number
   clock?: Clock
   log?: StoreLog
 }
@@ -35,11 +37,11 @@ const DEFAULTS = storeOptionsFrom(loadConfig({}))
 
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
-  const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, clock = systemClock, log = SILENT } = options
+  const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, checkpointStartDelayMs, clock = systemClock, log = SILENT } = options
   if (databaseUrl.startsWith(SQLITE_PREFIX)) {
     const path = databaseUrl.slice(SQLITE_PREFIX.length)
     try {
-      return openSqliteStore(path, { durability, clock, log })
+      return openSqliteStore(path, { durability, clock, log, checkpointStartDelayMs })
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
       throw new Error(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })

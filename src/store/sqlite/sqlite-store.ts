@@ -16,6 +16,8 @@ export interface SqliteStoreOptions {
   durability: Durability
   clock: Clock
   log: StoreLog
+  /** How long after opening the WAL checkpoint thread starts (see WalCheckpointer); tests shorten it. */
+  checkpointStartDelayMs?: number
 }
 
 // Asked of the reading connection, which never writes: data_version changes whenever another
@@ -29,7 +31,7 @@ const DATA_VERSION = 'select data_version as version from pragma_data_version'
  * read never sees what an open transaction has not committed. Beside them, a thread checkpoints the
  * WAL, and under DURABILITY=strict another one commits creates (see PetWriterThread).
  */
-export function openSqliteStore (path: string, { durability, clock, log }: SqliteStoreOptions): Store {
+export function openSqliteStore (path: string, { durability, clock, log, checkpointStartDelayMs }: SqliteStoreOptions): Store {
   const temporaryDir = path === ':memory:' ? mkdtempSync(join(tmpdir(), 'petstore-memory-')) : undefined
   const file = temporaryDir === undefined ? path : join(temporaryDir, 'petstore.db')
   const writer = new SqliteConnection(file, durability)
@@ -46,7 +48,7 @@ export function openSqliteStore (path: string, { durability, clock, log }: Sqlit
         log.error({ err }, 'the WAL checkpoint thread failed: commits checkpoint the store again')
         writer.setting(`wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES}`)
       }
-    })
+    }, checkpointStartDelayMs)
   }
   const writerThread = durability !== 'strict' ? undefined : new PetWriterThread(
     { path: file, durability, autocheckpointPages: wal ? AUTOCHECKPOINT_SAFETY_NET_PAGES : SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES },

@@ -2,7 +2,8 @@ import type { Worker } from 'node:worker_threads'
 import { startWorker } from './worker-thread.js'
 
 const CHECKPOINT_INTERVAL_MS = 100
-const START_DELAY_MS = 1000
+/** How long after the store opens the thread starts, unless told (see the constructor). */
+export const CHECKPOINT_START_DELAY_MS = 1000
 /** SQLite's own threshold, for connections when no thread checkpoints. */
 export const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 /**
@@ -39,10 +40,10 @@ export class WalCheckpointer {
    * for it). In that second the connections' threshold is the safety net already: the WAL may grow,
    * and commits stay fast.
    */
-  constructor (path: string, events: CheckpointerEvents) {
+  constructor (path: string, events: CheckpointerEvents, startDelayMs = CHECKPOINT_START_DELAY_MS) {
     this.#path = path
     this.#events = events
-    this.#starting = setTimeout(() => { this.#start() }, START_DELAY_MS).unref()
+    this.#starting = setTimeout(() => { this.#start() }, startDelayMs).unref()
   }
 
   #start (): void {
