@@ -41,6 +41,12 @@ export const ConfigSchema = Type.Object({
     description: 'default: commits survive a crash of the process; strict: also a power loss (SQLite synchronous=FULL)'
   }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  SHUTDOWN_GRACE_MS: Type.Integer({
+    minimum: 1,
+    maximum: 3_600_000,
+    default: 10_000,
+    description: 'on SIGTERM or SIGINT: the longest wait for the requests in flight to finish and the store to close; past it the process exits 1 without them'
+  }),
   WEB_CONCURRENCY: Type.Integer({
     minimum: 1,
     maximum: 256,

@@ -19,8 +19,6 @@ import type { Store } from './store/store.js'
 import { VERSION } from './version.js'
 import { STOP_WORKER, superviseWorkers } from './workers.js'
 
-const SHUTDOWN_GRACE_MS = 10_000
-
 /**
  * Runs the service until SIGTERM or SIGINT, then finishes in-flight requests, closes the store and
  * exits 0. With WEB_CONCURRENCY above 1 this process prepares the store and runs that many workers
@@ -44,7 +42,7 @@ export async function serve (config: Config): Promise<void> {
     } finally {
       await store.close()
     }
-    await superviseWorkers(config, logger, { graceMs: SHUTDOWN_GRACE_MS, listenMetrics: async (server) => { await listenMetrics(server, config, logger) } })
+    await superviseWorkers(config, logger, { graceMs: config.SHUTDOWN_GRACE_MS, listenMetrics: async (server) => { await listenMetrics(server, config, logger) } })
     return
   }
 
@@ -69,7 +67,7 @@ export async function serve (config: Config): Promise<void> {
   if (worker) for (const signal of stopSignals) process.on(signal, () => {})
   // Why the process exits 1 goes to the log, where the collector of its lines reads it (the library's own is stderr).
   const shutdown = closeWithGrace({
-    delay: SHUTDOWN_GRACE_MS,
+    delay: config.SHUTDOWN_GRACE_MS,
     skip: worker ? [...stopSignals] : [],
     logger,
     onSecondSignal: (signal) => { logger.error({ signal }, `second ${signal}: exiting at once, without the requests in flight`) },

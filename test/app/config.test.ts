@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { ConfigError, loadConfig } from '../../src/config.js'
 
 test('defaults need no configuration', () => {
-  assert.deepEqual({ ...loadConfig({}) }, { DATABASE_URL: 'sqlite:./data/petstore.db', DATABASE_POOL_SIZE: 10, DATABASE_CONNECT_TIMEOUT_MS: 2000, DATABASE_STATEMENT_TIMEOUT_MS: 5000, DURABILITY: 'default', PORT: 8080, WEB_CONCURRENCY: 1, HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'auto', LOG_REQUESTS: 'auto', METRICS_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: 600, CONNECTIONS_PER_ADDRESS: 256, MAX_STREAMS_PER_KEY: 5, EVENT_RETENTION_DAYS: 30, WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_RETRY_SCHEDULE: '5s,5m,30m,2h,5h,10h,14h,20h,20h', REDIS_TIMEOUT_MS: 100 })
+  assert.deepEqual({ ...loadConfig({}) }, { DATABASE_URL: 'sqlite:./data/petstore.db', DATABASE_POOL_SIZE: 10, DATABASE_CONNECT_TIMEOUT_MS: 2000, DATABASE_STATEMENT_TIMEOUT_MS: 5000, DURABILITY: 'default', PORT: 8080, SHUTDOWN_GRACE_MS: 10_000, WEB_CONCURRENCY: 1, HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'auto', LOG_REQUESTS: 'auto', METRICS_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: 600, CONNECTIONS_PER_ADDRESS: 256, MAX_STREAMS_PER_KEY: 5, EVENT_RETENTION_DAYS: 30, WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_RETRY_SCHEDULE: '5s,5m,30m,2h,5h,10h,14h,20h,20h', REDIS_TIMEOUT_MS: 100 })
 })
 
 test('values are read and typed; empty means unset', () => {
@@ -19,6 +19,7 @@ test('a configuration error names the variable, the value received and what is a
   const cases: Array<[Record<string, string>, string]> = [
     [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL is "loud"; it must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ PORT: '70000' }, 'Invalid configuration: PORT is "70000"; it must be an integer from 0 to 65535'],
+    [{ SHUTDOWN_GRACE_MS: '0' }, 'Invalid configuration: SHUTDOWN_GRACE_MS is "0"; it must be an integer from 1 to 3600000'],
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "-1"; it must be an integer from 0 to 999999999999999'],
     // Taken, it made the RateLimit headers' q and r "1e+23", which no structured-field parser reads.
     [{ RATE_LIMIT_PER_MINUTE: '99999999999999999999999' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "99999999999999999999999"; it must be an integer from 0 to 999999999999999'],
