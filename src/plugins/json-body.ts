@@ -98,11 +98,30 @@ function isNoContentCoding (codings: string): boolean {
 }
 
 /**
- * Only `application/json` bodies are read (any other type is a 415, as Fastify answers for types it
- * has no parser for), in UTF-8, which RFC 8259 requires of JSON on the wire.
+ * Only `application/json` bodies are read (any other type is a 415), in UTF-8, which RFC 8259
+ * requires of JSON on the wire.
  */
 export default fp(async (app) => {
   app.removeAllContentTypeParsers()
+  // Another type, or none: a 415 at once, except for an operation that takes no body (DELETE,
+  // rotate-secret) sent an empty one, which `curl -X POST -d ''` sends as a form.
+  app.addContentTypeParser('*', (request, payload, done) => {
+    if (request.routeOptions.schema?.body !== undefined) {
+      done(unsupportedMediaType(request.headers['content-type']), undefined)
+      return
+    }
+    // Answered at its first byte, not read to its end: the body limit does not count what this reads.
+    let answered = false
+    const answer = (error: Error | null) => {
+      if (answered) return
+      answered = true
+      payload.removeAllListeners('data')
+      done(error, undefined)
+    }
+    payload.on('data', (chunk: Buffer) => { if (chunk.length > 0) answer(unsupportedMediaType(request.headers['content-type'])) })
+    payload.on('error', answer)
+    payload.on('end', () => { answer(null) })
+  })
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const coding = request.headers['content-encoding']
     if (coding !== undefined && !isNoContentCoding(coding)) {

@@ -10,7 +10,7 @@ import { createMetrics } from '../../src/metrics/metrics.js'
 import { pruneExpiredDeliveries } from '../../src/webhooks/expired-delivery-prune.js'
 import { findOldestOwedPosition } from '../../src/webhooks/webhook-queue.js'
 import { queueRedelivery } from '../../src/webhooks/webhook.repository.js'
-import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, TEST_LIMITS, type TestApp, type TestStore } from '../helper.js'
+import { build, checkAnswers, createKey, createPet, createTestStore, defer, errorOf, forEachStore, manualClock, nextLink, openRawConnection, TEST_LIMITS, type TestApp, type TestStore, untilReceived } from '../helper.js'
 import { startReceiver, type Received } from './receiver.js'
 
 const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_PER_MINUTE: '0' }
@@ -115,6 +115,25 @@ forEachStore((store) => {
     // An operation that takes one still says it is missing.
     const created = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: asJson, payload: '' })
     assert.deepEqual(errorOf(created), { code: 'invalid_json', message: 'Request body is empty; a JSON object is expected', status: 400 })
+  })
+
+  test('an operation that takes no body accepts an empty one whatever its Content-Type (curl -d \'\' sends a form), and refuses one that is not empty', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
+    const asForm = { ...testApp.auth, 'content-type': 'application/x-www-form-urlencoded' }
+    const rotated = await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/rotate-secret`, headers: asForm, payload: '' })
+    assert.equal(rotated.statusCode, 200, rotated.body)
+    const refused = await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/rotate-secret`, headers: { ...testApp.auth, 'content-type': 'text/plain' }, payload: 'x' })
+    assert.equal(errorOf(refused).status, 415)
+    // Chunked, and empty: known only once read.
+    const raw = await openRawConnection(testApp)
+    raw.socket.write(`DELETE /v1/webhooks/${id} HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`)
+    await untilReceived(raw.received, (text) => text.includes('\r\n\r\n'))
+    raw.socket.destroy()
+    assert.match(raw.received(), /^HTTP\/1\.1 204 /)
+    // An operation that takes a body still refuses another type, before reading it.
+    const created = await testApp.app.inject({ method: 'POST', url: '/v1/webhooks', headers: asForm, payload: '' })
+    assert.deepEqual(errorOf(created), { code: 'unsupported_media_type', message: "Content-Type application/x-www-form-urlencoded is not accepted; send the body as application/json in UTF-8 (curl -d sends a form unless given -H 'Content-Type: application/json')", status: 415 })
   })
 
   test('a change committed on this instance is sent at once, not at the next look for work', async (t) => {
