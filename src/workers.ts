@@ -55,8 +55,10 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     // and it went on to serve until it was killed.
     const tell = (worker: Worker) => { if (worker.isConnected()) worker.send(STOP_WORKER, () => {}) }
     for (const worker of workers) if (serving.has(worker)) tell(worker); else worker.once('listening', () => { tell(worker) })
+    // A second past their grace, in which each worker, stopping at its grace, logs it and exits:
+    // only one that cannot (frozen, stuck in a synchronous loop) is still there.
     const killer = setTimeout(() => {
-      logger.error({ graceMs: graceMs + 1000 }, `workers not finished within ${(graceMs + 1000) / 1000} s are killed`)
+      logger.error({ graceMs, killedAfterMs: graceMs + 1000 }, `workers not finished within ${(graceMs + 1000) / 1000} s (SHUTDOWN_GRACE_MS and a second) are killed`)
       for (const worker of workers) worker.process.kill('SIGKILL')
     }, graceMs + 1000)
     const allFinished = (await finished).every(Boolean)

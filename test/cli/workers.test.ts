@@ -201,6 +201,21 @@ test('WEB_CONCURRENCY=2: a shutdown that a worker could not finish within its gr
   assert.ok(performance.now() - stopping < 5000, `stopped ${Math.round(performance.now() - stopping)} ms after the signal`)
 })
 
+test('WEB_CONCURRENCY=2: a worker that cannot exit by itself (frozen) is killed a second past SHUTDOWN_GRACE_MS, and the primary exits 1', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', SHUTDOWN_GRACE_MS: '1' })
+  await untilListening(server, 2)
+  const workers = workerPids(server)
+  assert.equal(workers.length, 2)
+  process.kill(workers[0]!, 'SIGSTOP')
+  defer(t, () => { if (isAlive(workers[0]!)) process.kill(workers[0]!, 'SIGKILL') })
+  const stopping = performance.now()
+  assert.equal(await server.stop(), 1)
+  assert.ok(performance.now() - stopping < 5000, `stopped ${Math.round(performance.now() - stopping)} ms after the signal`)
+  assert.match(server.output(), /"graceMs":1,"killedAfterMs":1001,.*workers not finished within 1\.001 s \(SHUTDOWN_GRACE_MS and a second\) are killed/)
+  for (let tries = 0; workers.some(isAlive) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.deepEqual(workers.filter(isAlive), [], 'no worker outlives the primary')
+})
+
 test('WEB_CONCURRENCY=2: one SIGTERM sent to the primary and to its group (as timeout(1) sends it) is one, and lets the request in flight finish', async (t) => {
   const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
   await untilListening(server, 2)
