@@ -4,6 +4,7 @@ import type { Server } from 'node:http'
 import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
+import { holdStopSignals, resend, STOP_SIGNALS } from './held-stop-signals.js'
 import { buildApp, LIMITS } from './app.js'
 import { commandName } from './cli/command-name.js'
 import { stoppedClock } from './clock.js'
@@ -28,6 +29,12 @@ export async function serve (config: Config): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL, config.LOG_FORMAT)
   logProcessWarnings(logger)
   const worker = cluster.isWorker
+  // A worker stops when the primary process tells it (STOP_WORKER), not on a signal: Ctrl-C in a
+  // terminal, and SIGTERM from systemd (KillMode=control-group), reach every process of the group, and
+  // the primary's stop would come as a second one, on which a worker would exit at once, dropping the
+  // requests it is finishing. Any other process holds a signal until its shutdown can run.
+  if (worker) for (const signal of STOP_SIGNALS) process.on(signal, () => {})
+  const held = worker ? undefined : holdStopSignals()
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
   }
@@ -42,7 +49,7 @@ export async function serve (config: Config): Promise<void> {
     } finally {
       await store.close()
     }
-    await superviseWorkers(config, logger, { graceMs: config.SHUTDOWN_GRACE_MS, listenMetrics: async (server) => { await listenMetrics(server, config, logger) } })
+    await superviseWorkers(config, logger, { graceMs: config.SHUTDOWN_GRACE_MS, listenMetrics: async (server) => { await listenMetrics(server, config, logger) }, heldSignals: held! })
     return
   }
 
@@ -59,16 +66,10 @@ export async function serve (config: Config): Promise<void> {
   const app = await buildApp({ config, store, logger, metrics })
   const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
-  // A worker stops when the primary process tells it (STOP_WORKER), not on a signal: Ctrl-C in a
-  // terminal, and SIGTERM from systemd (KillMode=control-group), reach every process of the group, and
-  // the primary's stop would come as a second one, on which a worker would exit at once, dropping the
-  // requests it is finishing.
-  const stopSignals = ['SIGINT', 'SIGTERM'] as const
-  if (worker) for (const signal of stopSignals) process.on(signal, () => {})
   // Why the process exits 1 goes to the log, where the collector of its lines reads it (the library's own is stderr).
   const shutdown = closeWithGrace({
     delay: config.SHUTDOWN_GRACE_MS,
-    skip: worker ? [...stopSignals] : [],
+    skip: worker ? [...STOP_SIGNALS] : [],
     logger,
     onSecondSignal: (signal) => { logger.error({ signal }, `second ${signal}: exiting at once, without the requests in flight`) },
     onTimeout: (delay) => { logger.error({ graceMs: delay }, `shutdown not finished within ${delay / 1000} s (requests in flight, or the store closing): exiting without it`) }
@@ -82,6 +83,7 @@ export async function serve (config: Config): Promise<void> {
       await store.close() // whatever else failed to close: its commits, its writer thread, its connections
     }
   })
+  const heldSignal = held?.release()
 
   try {
     // Metrics first: a METRICS_PORT or METRICS_HOST that cannot be listened on then stops the service
@@ -89,6 +91,7 @@ export async function serve (config: Config): Promise<void> {
     if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
     await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
     stopWhenAsked = () => { void shutdown.close() }
+    resend(heldSignal)
   } catch (error) {
     metricsServer?.close()
     await app.close()

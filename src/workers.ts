@@ -4,6 +4,7 @@ import type { Server } from 'node:http'
 import { availableParallelism } from 'node:os'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
+import { resend, STOP_SIGNALS, type HeldStopSignals } from './held-stop-signals.js'
 import { ClusterMetrics } from './metrics/cluster-metrics.js'
 import { createMetricsServer } from './metrics/metrics.js'
 
@@ -22,6 +23,8 @@ export interface WorkerSupervision {
   graceMs: number
   /** Opens the metrics listener on METRICS_PORT (the caller's, so that its errors read the same). */
   listenMetrics: (server: Server) => Promise<void>
+  /** A stop signal that came while the store was prepared: acted on once this process's own handlers are in place. */
+  heldSignals: HeldStopSignals
 }
 
 /**
@@ -34,7 +37,7 @@ export interface WorkerSupervision {
  * exit code; and on SIGTERM or SIGINT has every worker finish its requests (a message it sends each:
  * the workers take no signal for it), then exits.
  */
-export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics }: WorkerSupervision): Promise<void> {
+export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics, heldSignals }: WorkerSupervision): Promise<void> {
   const serving = new Set<Worker>()
   const clusterMetrics = new ClusterMetrics()
   const metricsServer = config.METRICS_PORT === undefined ? undefined : createMetricsServer({ metrics: async () => await clusterMetrics.metrics(serving), contentType: clusterMetrics.contentType })
@@ -93,7 +96,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     })
   }
   let firstSignal: { signal: NodeJS.Signals, at: number } | undefined
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
       // One sender may signal this process and its group (timeout(1) does): that is one signal, not two.
       if (firstSignal?.signal === signal && performance.now() - firstSignal.at < SAME_SIGNAL_MS) return
@@ -108,10 +111,12 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
       void stop(0)
     })
   }
+  const heldSignal = heldSignals.release()
   const cores = availableParallelism()
   if (config.WEB_CONCURRENCY > cores) {
     logger.warn({ workers: config.WEB_CONCURRENCY, cores }, `WEB_CONCURRENCY is ${config.WEB_CONCURRENCY}, above the ${cores} cores of this machine: the workers take turns on them, each with its memory and its database connections`)
   }
   logger.info({ workers: config.WEB_CONCURRENCY }, 'starting workers')
   for (let i = 0; i < config.WEB_CONCURRENCY; i++) fork()
+  resend(heldSignal)
 }
