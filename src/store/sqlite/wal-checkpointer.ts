@@ -3,7 +3,7 @@ import { startWorker } from './worker-thread.js'
 
 const CHECKPOINT_INTERVAL_MS = 100
 /** How long after the store opens the thread starts, unless told (see the constructor). */
-export const CHECKPOINT_START_DELAY_MS = 1000
+const CHECKPOINT_START_DELAY_MS = 1000
 /** SQLite's own threshold, for connections when no thread checkpoints. */
 export const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 /**
