@@ -46,7 +46,13 @@ export interface ServerProcess {
 }
 
 /** Starts `petstore serve` (or another command line) on a free port and waits until it listens. */
-export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command: string[] = [process.execPath, ...CLI, 'serve']): Promise<ServerProcess> {
+export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command?: string[]): Promise<ServerProcess> {
+  const { ready, ...server } = await startProcess(t, env, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/, command)
+  return { url: ready[1]!, ...server }
+}
+
+/** Starts `petstore serve` (or another command line) on a free port and waits until its output matches `ready` (a line it logs while it starts, say). */
+export async function startProcess (t: TestContext, env: NodeJS.ProcessEnv, ready: RegExp, command: string[] = [process.execPath, ...CLI, 'serve']): Promise<Omit<ServerProcess, 'url'> & { ready: RegExpExecArray }> {
   const [file, ...args] = command as [string, ...string[]]
   const child = spawn(file, args, {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...directUrlSetting(env), ...env },
@@ -58,21 +64,21 @@ export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, comma
   const exited = once(child, 'exit').then(([code]) => code as number | null)
   defer(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
 
-  const url = await new Promise<string>((resolve, reject) => {
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${stdout}\n${stderr}`)), 15_000)
     child.stdout.on('data', (chunk) => {
       stdout += chunk
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)
-      if (match) {
+      const found = ready.exec(stdout)
+      if (found) {
         clearTimeout(timer)
-        resolve(match[1]!)
+        resolve(found)
       }
     })
     exited.then((code) => reject(new Error(`server exited with ${code}:\n${stdout}\n${stderr}`)), () => {})
   })
 
   return {
-    url,
+    ready: match,
     child,
     output: () => stdout,
     stop: async (signal = 'SIGTERM') => {

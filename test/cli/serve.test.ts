@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
@@ -8,7 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { forEachStore, tempDir } from '../helper.js'
-import { CLI, runCli, startServer } from '../process.js'
+import { CLI, runCli, startProcess, startServer } from '../process.js'
 
 forEachStore((store) => {
   const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/m
@@ -127,22 +126,9 @@ forEachStore((store) => {
 
 for (const workers of ['1', '2']) {
   test(`WEB_CONCURRENCY=${workers}: a SIGTERM while the service starts (the store opening and migrating) is held, and acted on once it can stop gracefully: exit 0, said in the log (it was killed at once, silently, with 143)`, async (t) => {
-    const child = spawn(process.execPath, [...CLI, 'serve'], {
-      env: { ...process.env, DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, PORT: '0', HOST: '127.0.0.1', WEB_CONCURRENCY: workers, LOG_FORMAT: 'json' },
-      stdio: ['ignore', 'pipe', 'inherit']
-    })
-    t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-    const exited = once(child, 'exit')
-    let output = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-    while (!output.includes('"msg":"starting petstore')) {
-      if (child.exitCode !== null || child.signalCode !== null) assert.fail(`exited before starting: ${output}`)
-      await Promise.race([once(child.stdout, 'data'), exited])
-    }
-    child.kill('SIGTERM')
-    const [code, signal] = await exited
-    assert.deepEqual({ code, signal }, { code: 0, signal: null }, output)
-    assert.match(output, /"msg":"shutting down/)
+    const server = await startProcess(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: workers, LOG_FORMAT: 'json' }, /"msg":"starting petstore/)
+    assert.equal(await server.stop('SIGTERM'), 0, server.output())
+    assert.match(server.output(), /"msg":"shutting down/)
   })
 }
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
@@ -8,7 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { createCuttableProxy } from '../cuttable-proxy.js'
 import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
-import { CLI, listAllPets, startServer, type ServerProcess } from '../process.js'
+import { listAllPets, startProcess, startServer, type ServerProcess } from '../process.js'
 
 const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
 
@@ -165,22 +164,9 @@ test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in on
 })
 
 test('WEB_CONCURRENCY=2: a SIGTERM to the primary while its workers start stops them once they listen, at once, and exits 0', async (t) => {
-  const child = spawn(process.execPath, [...CLI, 'serve'], {
-    env: { ...process.env, DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, PORT: '0', HOST: '127.0.0.1', WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'pipe', 'inherit']
-  })
-  defer(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
-  const exited = once(child, 'exit')
-  let output = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-  while (!output.includes('"msg":"starting workers"')) {
-    if (child.exitCode !== null || child.signalCode !== null) assert.fail(`exited before starting its workers: ${output}`)
-    await Promise.race([once(child.stdout, 'data'), exited])
-  }
+  const server = await startProcess(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' }, /"msg":"starting workers"/)
   const signalled = performance.now()
-  child.kill('SIGTERM')
-  const [code] = await exited
-  assert.equal(code, 0, output)
+  assert.equal(await server.stop('SIGTERM'), 0, server.output())
   // Their stop message was lost, and they served until killed, 11 s later.
   assert.ok(performance.now() - signalled < 5000, `exited ${Math.round(performance.now() - signalled)} ms after the signal`)
 })
