@@ -4,12 +4,16 @@ import SqliteDatabase from 'better-sqlite3'
 import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
 import type { Durability } from '../store.js'
 
-// First, so that even switching to WAL waits for another process holding the file. better-sqlite3
-// waits synchronously, stalling every request meanwhile: long enough for another process's short
-// transactions (a batch of `pets import` included), short enough that writes refused back to back
+// Once open: better-sqlite3 waits synchronously, stalling every request meanwhile: long enough for
+// another process's short transactions (a batch of `pets import` included), short enough that writes refused back to back
 // while a process holds the lock still leave the loop turning (0.5 s did not: the service shed load,
 // reads and /healthz included). Past it: 503.
 const BUSY_TIMEOUT_MS = 100
+// While opening (set first, so that even switching to WAL waits for another process holding the
+// file), before any request is served: another process may hold it longer than a request could
+// wait (its own opening, its migrations), and an instance started beside one failed to start with
+// "database is locked".
+const OPEN_BUSY_TIMEOUT_MS = 5000
 const STATEMENT_CACHE_SIZE = 200
 /** How every transaction of Kysely's begins (see MultiProcessSqliteDialect): each one writes. */
 export const BEGIN_WRITE = 'begin immediate'
@@ -39,7 +43,7 @@ export class SqliteConnection {
     this.#sqlite = new SqliteDatabase(path)
     this.#path = path
     this.#file = statSync(path)
-    this.#sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    this.#sqlite.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
     // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
     // syncs the WAL on every commit (group commit keeps that affordable).
     this.#sqlite.pragma('journal_mode = WAL')
@@ -48,6 +52,7 @@ export class SqliteConnection {
     this.#sqlite.pragma('foreign_keys = ON')
     // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
     this.#sqlite.defaultSafeIntegers(true)
+    this.#sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     this.#transaction = this.#sqlite.transaction((work: () => unknown) => work())
   }
 
