@@ -154,8 +154,9 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
 
 function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?', 1)[0] ?? '/'
-  if (hasTrailingSlash(request.url) && routeMethods(request, path.replace(/\/+$/, '')).length > 0) {
-    return new ApiError(404, 'not_found', 'No resource at this path: the API\'s paths take no trailing slash')
+  const withoutSlash = path.replace(/\/+$/, '')
+  if (withoutSlash !== path && withoutSlash !== '' && routeMethods(request, withoutSlash).length > 0) {
+    return new ApiError(404, 'not_found', 'No resource at this path: the service\'s paths take no trailing slash')
   }
   const allowed = routeMethods(request, path)
   if (allowed.length > 0 && !allowed.includes(request.method)) return methodNotAllowed(request.method, allowed)

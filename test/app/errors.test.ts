@@ -19,12 +19,12 @@ forEachStore((store) => {
     assert.equal(errorOf(await testApp.app.inject({ url: '/nothing' })).status, 404)
   })
 
-  test('an API path with a trailing slash is a 404 that says so, before any validation of the path', async (t) => {
+  test('a path with a trailing slash is a 404 that says so, before any validation of the path', async (t) => {
     const testApp = await build(t, { store })
-    for (const url of ['/v1/pets/', '/v1/pets/?limit=5', '/v1/pets/1/', '/v1/openapi.json/']) {
+    for (const url of ['/v1/pets/', '/v1/pets/?limit=5', '/v1/pets/1/', '/v1/openapi.json/', '/healthz/', '/readyz//']) {
       const response = await testApp.app.inject({ url, headers: testApp.auth })
       assert.equal(response.statusCode, 404, url)
-      assert.equal(errorOf(response).message, 'No resource at this path: the API\'s paths take no trailing slash', url)
+      assert.equal(errorOf(response).message, 'No resource at this path: the service\'s paths take no trailing slash', url)
     }
     const created = await testApp.app.inject({ method: 'POST', url: '/v1/pets/', headers: testApp.auth, payload: { name: 'Rex', categoryId: 1 } })
     assert.equal(created.statusCode, 404)
