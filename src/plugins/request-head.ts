@@ -6,6 +6,7 @@ import { printable } from '../printable.js'
 
 export const HOST_REQUIRED = new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header')
 const INVALID_HOST = new ApiError(400, 'bad_request', 'The Host header must be a host name or address, with an optional port')
+const FRAGMENT = new ApiError(400, 'bad_request', 'The request target holds a `#`: a URL\'s fragment is not sent to the server, and a `#` in a value is sent as %23')
 // RFC 3986's uri-host (an IP literal in brackets, or a registered name or IPv4 address) and an optional port.
 const HOST = /^(?:\[[\dA-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/
 // Where a body's length is unknown, what follows the head may be its body or a next request: the
@@ -42,13 +43,19 @@ function unsupportedTransferCoding (codings: string): ApiError {
  *   Node reads its body as chunked, where an HTTP/1.0 proxy in front may not; an empty
  *   Transfer-Encoding, which Node takes for no body, reading the body's bytes as a next request; and
  *   a body in another transfer coding than chunked alone;
- * - a request line of another major version (HTTP/2.0), which Node served as HTTP/1.1.
+ * - a request line of another major version (HTTP/2.0), which Node served as HTTP/1.1;
+ * - a `#` in the request target, which no form of it holds (section 3.2): the router took it for the
+ *   start of a query, so `/v1/pets/1#x` was refused for an unknown query parameter `x`.
  */
 export default fp(async (app) => {
   app.addHook('onRequest', ({ raw }, _reply, done) => {
     const otherVersion = otherHttpVersion(raw)
     if (otherVersion !== undefined) {
       done(otherVersion)
+      return
+    }
+    if (raw.url!.includes('#')) {
+      done(FRAGMENT)
       return
     }
     const http10 = raw.httpVersionMinor === 0

@@ -301,6 +301,22 @@ test('a request line of another HTTP version than 1.0 and 1.1 is a 400: Node ser
   assert.match(reply, /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"HTTP\/2\.0 is not served here: send HTTP\/1\.1","status":400\}$/)
 })
 
+test('a request target holding a `#` is a 400 saying so (RFC 9112, section 3.2): it was read as the start of a query', async (t) => {
+  const testApp = await build(t)
+  for (const target of ['/v1/pets#x', '/v1/pets/1#frag', '/v1/pets?limit=1#x', '/nothing#x', '/healthz#']) {
+    const reply = await exchange(testApp, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`)
+    const [head, body] = reply.split('\r\n\r\n')
+    assert.match(head!, /^HTTP\/1\.1 400 /, target)
+    assert.deepEqual(JSON.parse(body!), {
+      code: 'bad_request',
+      message: 'The request target holds a `#`: a URL\'s fragment is not sent to the server, and a `#` in a value is sent as %23',
+      status: 400
+    }, target)
+  }
+  const encoded = await testApp.app.inject({ url: '/v1/pets?cursor=%23', headers: testApp.auth })
+  assert.match(errorOf(encoded).message, /cursor/)
+})
+
 test('a head that leaves the body\'s length unknown (Transfer-Encoding on HTTP/1.0, or empty) is a 400 that closes the connection, and no request sent after it on the connection is served (RFC 9112, sections 6.1, 6.3 and 9.6)', async (t) => {
   const testApp = await build(t)
   const body = '{"name":"Rex","categoryId":1}'
