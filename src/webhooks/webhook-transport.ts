@@ -76,6 +76,18 @@ export interface DeliveryAnswer {
   durationMs: number
 }
 
+/**
+ * HTTP's statuses are 100 to 599 (RFC 9110, section 15); Node's parser takes any three digits. One
+ * outside is a failed attempt logged without its status, which the deliveries log could not answer.
+ */
+export function isHttpStatus (status: number): boolean {
+  return status >= 100 && status <= 599
+}
+
+function noStatus (status: number): Omit<DeliveryAnswer, 'durationMs'> {
+  return { error: `HTTP ${status}: no HTTP status (100 to 599)` }
+}
+
 export interface WebhookTransportOptions {
   allowPrivate: boolean
   timeoutMs: number
@@ -137,7 +149,7 @@ export class WebhookTransport {
         // The status decides, as it comes: a receiver's body is not needed, and one that never ends is
         // no reason to send the event again.
         const status = response.statusCode ?? 0
-        settle(status >= 200 && status < 300 ? { status } : { status, error: `HTTP ${status}` })
+        settle(status >= 200 && status < 300 ? { status } : isHttpStatus(status) ? { status, error: `HTTP ${status}` } : noStatus(status))
         // Read to its end so that the connection can serve the next delivery, unless it is long (the
         // timeout's abort ends one that never ends).
         let drained = 0

@@ -7,6 +7,7 @@ import type { ClaimedCreate } from '../idempotency/idempotent-create.js'
 import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
 import { createdResponse, findClaimedResponse, saveResponse } from '../store/stored-response.js'
 import { newWebhookSecret } from './webhook-signature.js'
+import { isHttpStatus } from './webhook-transport.js'
 import type { NewWebhook, Webhook, WebhookChanges, WebhookDelivery } from './webhook.schemas.js'
 import { sql, type Selectable } from 'kysely'
 
@@ -159,13 +160,14 @@ export async function findDeliveryPage (db: Db, webhookId: bigint, { beforeId, l
   const rows = await query.execute()
   const more = rows.length > limit
   if (more) rows.length = limit
-  // SQLite hands integers back as BigInt.
+  // SQLite hands integers back as BigInt. An attempt logged with a status outside HTTP's (a 799, before
+  // 4 December 2026) is read without it, as such an attempt is logged now.
   const deliveries = rows.map((row) => ({
     id: row.id,
     eventId: row.event_id,
     attempt: Number(row.attempt),
     attemptedAt: row.attempted_at,
-    responseStatus: row.response_status === null ? null : Number(row.response_status),
+    responseStatus: row.response_status === null || !isHttpStatus(Number(row.response_status)) ? null : Number(row.response_status),
     error: row.error,
     durationMs: Number(row.duration_ms)
   }))
