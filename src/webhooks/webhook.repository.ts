@@ -141,14 +141,13 @@ export async function deleteWebhook (db: Db, id: bigint): Promise<boolean> {
 export async function rotateWebhookSecret (db: Db, clock: Clock, id: bigint): Promise<{ secret: string, previousSecretExpiresAt: string } | undefined> {
   const secret = newWebhookSecret()
   const previousSecretExpiresAt = new Date(clock.now() + SECRET_OVERLAP_MS).toISOString()
-  return await db.transaction().execute(async (trx) => {
-    const current = await trx.selectFrom('webhooks').select('secret').where('id', '=', id).executeTakeFirst()
-    if (current === undefined) return undefined
-    await trx.updateTable('webhooks')
-      .set({ secret, previous_secret: current.secret, previous_secret_until: previousSecretExpiresAt, updated_at: isoNow(clock) })
-      .where('id', '=', id).execute()
-    return { secret, previousSecretExpiresAt }
-  })
+  // One statement, which sees the secret as the rotation before it left it: a read first, on
+  // PostgreSQL, let two rotations at once both keep the secret before them, and one of the secrets
+  // answered never signed.
+  const { numUpdatedRows } = await db.updateTable('webhooks')
+    .set((eb) => ({ secret, previous_secret: eb.ref('secret'), previous_secret_until: previousSecretExpiresAt, updated_at: isoNow(clock) }))
+    .where('id', '=', id).executeTakeFirst()
+  return numUpdatedRows > 0n ? { secret, previousSecretExpiresAt } : undefined
 }
 
 const DELIVERY_COLUMNS = ['id', 'event_id', 'attempt', 'attempted_at', 'response_status', 'error', 'duration_ms'] as const

@@ -503,6 +503,18 @@ forEachStore((store) => {
     verify(oldSecret, delivery!)
   })
 
+  test('rotations at the same moment each keep the secret before them: none is lost', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
+    for (let round = 0; round < 8; round++) {
+      const rotate = async () => (await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/rotate-secret`, headers: testApp.auth })).json().secret
+      const answered = await Promise.all([rotate(), rotate()])
+      const row = await testApp.db.selectFrom('webhooks').select(['secret', 'previous_secret']).where('id', '=', BigInt(id)).executeTakeFirstOrThrow()
+      // One rotation came after the other: its previous secret is the first one's, which signs beside it.
+      assert.ok(answered.includes(row.secret) && answered.includes(row.previous_secret!), `round ${round}: ${row.previous_secret} kept, ${answered.join(' and ')} answered`)
+    }
+  })
+
   test('subscriptions: list, fetch, change, delete, idempotent creates, validation and scopes', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const body = { url: 'https://hooks.example.com/a', events: ['order.placed', 'order.cancelled'] }
