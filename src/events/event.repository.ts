@@ -31,10 +31,14 @@ export async function findEvent (db: Db, id: bigint): Promise<StoredEvent | unde
   return event?.id === id ? event : undefined
 }
 
-/** The greatest event id, 0 when there is none. */
+/**
+ * The id of the newest event written: the newest kept or, when every event has been deleted for its
+ * age, the last deleted (0 when none was ever written). Events are deleted oldest first, so one kept
+ * is newer than any deleted. (Taken as 0, a stream opened then was reset at once, for events before it.)
+ */
 export async function findLastEventId (db: Db): Promise<bigint> {
   const row = await db.selectFrom('events').select('id').orderBy('id', 'desc').limit(1).executeTakeFirst()
-  return row?.id ?? 0n
+  return row?.id ?? await findPrunedThrough(db)
 }
 
 /** The id of the last event deleted for its age (0 when none was): a reader after an older id has missed events. */

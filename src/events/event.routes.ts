@@ -49,23 +49,18 @@ const typesAsList: preValidationHookHandler = (request, _reply, done) => {
 
 /** The event log (beta), as a feed read page by page and as a live stream. */
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, apiUrl }) => {
-  /**
-   * Throws 410 events_expired when events after `after` were deleted for their age; resolves the id
-   * of the last one deleted.
-   */
-  const requireKept = async (after: bigint | undefined): Promise<bigint> => {
+  /** Throws 410 events_expired when events after `after` were deleted for their age. */
+  const requireKept = async (after: bigint | undefined): Promise<void> => {
     const prunedThrough = await findPrunedThrough(db)
     if (after !== undefined && after < prunedThrough) throw await eventsExpired(db, after, prunedThrough, retentionDays)
-    return prunedThrough
   }
   /**
    * Throws 400 when `after` is past every event written (the newest kept, or the last deleted):
    * read after it, a log would answer nothing until its ids passed it, and the events meanwhile would
    * be skipped without a word.
    */
-  const requireWritten = async (after: bigint, prunedThrough: bigint, name: string): Promise<void> => {
-    const last = await findLastEventId(db)
-    const newest = last > prunedThrough ? last : prunedThrough
+  const requireWritten = async (after: bigint, name: string): Promise<void> => {
+    const newest = await findLastEventId(db)
     if (after > newest) {
       throw new ApiError(400, 'validation_failed', `${name} ${after} is past the newest event written (${newest}): it is no position in this store's event log ` +
         `(another store's, or one restored from a backup); read the current state, then continue with after=${newest}`)
@@ -81,7 +76,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
       summary: 'Read the event log (beta)',
       description: 'Events in ascending id order: every change to a pet, a category or an order, recorded in the same transaction ' +
         'as the change. Keep the id of the last event handled and read `after` it; ids become visible in increasing order, ' +
-        `so no event is skipped. When more follow, the response has a \`Link\` header with \`rel="next"\`. Events are kept ${retentionDays} days.`,
+        `so no event is skipped. When more follow, the response has a \`Link\` header with \`rel="next"\`. Events are kept ${daysOf(retentionDays)}.`,
       querystring: ListEventsQuery,
       response: {
         200: { ...EventList, description: 'A page of events', headers: responseHeaders('Link') },
@@ -93,9 +88,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     const { after, type: types, limit = DEFAULT_EVENTS_PER_PAGE } = request.query
     const { events, more } = await findEvents(db, { afterId: after ?? 0n, types, limit })
     // Checked after the page is read: a deletion that could have taken events from it is seen by then.
-    const prunedThrough = await requireKept(after)
+    await requireKept(after)
     // A page with events shows `after` was written; only an empty one needs a look.
-    if (after !== undefined && events.length === 0) await requireWritten(after, prunedThrough, '`after`')
+    if (after !== undefined && events.length === 0) await requireWritten(after, '`after`')
     if (more) reply.header('link', nextEventsLink(apiUrl, events.at(-1)!.id, limit, types))
     return sendJson(reply, `[${events.map((event) => event.json).join(',')}]`)
   })
@@ -128,8 +123,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     if (!streams.reserve(request.apiKeyId)) throw new ApiError(429, 'rate_limited', `This API key holds ${streams.maxPerKey} open event streams, the most it may; close one first`)
     let start: bigint
     try {
-      const prunedThrough = await requireKept(after)
-      if (after !== undefined) await requireWritten(after, prunedThrough, lastEventId === undefined ? '`after`' : '`Last-Event-ID`')
+      await requireKept(after)
+      if (after !== undefined) await requireWritten(after, lastEventId === undefined ? '`after`' : '`Last-Event-ID`')
       start = after ?? await findLastEventId(db)
     } catch (error) {
       streams.release(request.apiKeyId)
@@ -145,10 +140,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
   })
 }
 
+function daysOf (count: number): string {
+  return count === 1 ? '1 day' : `${count} days`
+}
+
 async function eventsExpired (db: Db, after: bigint, prunedThrough: bigint, retentionDays: number): Promise<ApiError> {
   const oldest = await findOldestEventId(db)
   const resume = oldest === undefined ? `no event is kept now: read the current state, then continue with after=${prunedThrough}` : `the oldest kept is ${oldest}: read the current state, then continue with after=${oldest - 1n}`
-  return new ApiError(410, 'events_expired', `Events after ${after} are no longer kept (events are kept ${retentionDays} days); ${resume}`)
+  return new ApiError(410, 'events_expired', `Events after ${after} are no longer kept (events are kept ${daysOf(retentionDays)}); ${resume}`)
 }
 
 function nextEventsLink (apiUrl: (path: string) => string, afterId: bigint, limit: number, types: readonly EventType[] | undefined): string {

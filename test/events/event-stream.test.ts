@@ -250,6 +250,22 @@ forEachStore((store) => {
     assert.ok(eventsOf(messages).length < 40_001, `${eventsOf(messages).length} events were sent before the reset`)
   })
 
+  test('a stream opened without after, when every event has been deleted for its age, starts after the last one deleted', async (t) => {
+    const testApp = await build(t, { store })
+    for (const name of ['A', 'B']) await createPet(testApp, { name, categoryId: 1 })
+    // As the pruner leaves a log whose every event is older than the retention.
+    const last = (await allEventIds(testApp)).at(-1)!
+    await testApp.db.deleteFrom('events').execute()
+    await testApp.db.updateTable('settings').set({ value: String(last) }).where('name', '=', 'events_pruned_through').execute()
+    // It was reset at once ("fell too far behind"), and told to read from 0, which is a 410.
+    const stream = await openStream(testApp.app, testApp.auth)
+    defer(t, stream.close)
+    await createPet(testApp, { name: 'C', categoryId: 1 })
+    await stream.waitFor((messages) => eventsOf(messages).length === 1, 'the new event')
+    assert.deepEqual(idsOf(stream.messages), [last + 1])
+    assert.equal(stream.messages.some((message) => message.event === 'stream.reset'), false)
+  })
+
   test('Last-Event-ID and after are checked: malformed is 400, pruned is 410', async (t) => {
     const testApp = await build(t, { store })
     for (const [query, headers] of [['?after=-1', {}], ['', { 'last-event-id': 'abc' }], ['?type=pet.deleted', {}]] as const) {

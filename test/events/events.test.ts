@@ -131,6 +131,16 @@ forEachStore((store) => {
     assert.equal((await testApp.db.selectFrom('settings').select('value').where('name', '=', 'events_pruned_through').executeTakeFirstOrThrow()).value, '1000')
   })
 
+  test('a retention of one day is said in words: "kept 1 day"', async (t) => {
+    const clock = manualClock()
+    const testApp = await build(t, { store, clock, env: { EVENT_RETENTION_DAYS: '1' } })
+    await createPet(testApp, { name: 'Old', categoryId: 1 })
+    clock.advance(2 * DAY_MS)
+    assert.equal(await pruneExpiredEvents(testApp.db, clock, 1), 1)
+    const expired = await testApp.app.inject({ url: '/v1/events?after=0', headers: testApp.auth })
+    assert.match(errorOf(expired).message, /\(events are kept 1 day\); no event is kept now/)
+  })
+
   test('a position past the newest event written (another store\'s, or one restored from a backup) is a 400 naming the newest, on the feed and the stream', async (t) => {
     const clock = manualClock()
     const testApp = await build(t, { store, clock, env: { EVENT_RETENTION_DAYS: '30' } })
