@@ -198,9 +198,19 @@ export interface LeasedRedelivery {
   eventId: bigint
 }
 
-/** Leases up to `limit` redeliveries not leased by a running instance, oldest first. */
+/**
+ * Leases up to `limit` redeliveries, oldest first, one per subscription on all instances together: the
+ * oldest of each subscription none of whose retries is in flight (leased by a running instance). A
+ * subscription's retries are so made one at a time, as its deliveries are, and one whose receiver
+ * hangs holds one of an instance's retry slots, not all of them (it held up every other's retries).
+ */
 export async function leaseRedeliveries (db: Db, { now, leaseUntil, limit }: { now: string, leaseUntil: string, limit: number }): Promise<LeasedRedelivery[]> {
-  let due = db.selectFrom('webhook_redeliveries').select('id').where('lease_until', '<=', now).orderBy('id').limit(limit)
+  let due = db.selectFrom('webhook_redeliveries as r').select('r.id')
+    .where('r.lease_until', '<=', now)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('webhook_redeliveries as o').select('o.id')
+      .whereRef('o.webhook_id', '=', 'r.webhook_id')
+      .where((eb) => eb.or([eb('o.id', '<', eb.ref('r.id')), eb('o.lease_until', '>', now)])))))
+    .orderBy('r.id').limit(limit)
   if (!await anyRow(due)) return []
   if (isPostgres(db)) due = due.forUpdate().skipLocked()
   const rows = await db.updateTable('webhook_redeliveries').set({ lease_until: leaseUntil })

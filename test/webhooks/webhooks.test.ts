@@ -452,6 +452,29 @@ forEachStore((store) => {
     assert.deepEqual(again.sort(), [receiver.received[0]!.headers['webhook-id'], receiver.received[1]!.headers['webhook-id']].sort(), 'Rex once more, and Tom')
   })
 
+  test('retries of a subscription are made one at a time: a receiver that hangs holds up no other subscription\'s', async (t) => {
+    const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 20 } })
+    const [hanging, healthy] = [await startReceiver(t), await startReceiver(t)]
+    const ids: number[] = []
+    for (const receiver of [hanging, healthy]) ids.push((await subscribe(testApp, { url: receiver.url, events: ['*'] })).json().id)
+    for (let i = 0; i < 6; i++) await createPet(testApp, { name: `Pet ${i}`, categoryId: 3 })
+    await Promise.all([hanging.waitFor(6), healthy.waitFor(6)])
+    await until('the attempts are logged', async () => (await deliveries(testApp, ids[0]!)).length === 6 && (await deliveries(testApp, ids[1]!)).length === 6)
+    const releases: Array<() => void> = []
+    hanging.hold = () => new Promise<void>((resolve) => { releases.push(resolve) })
+    t.after(() => { for (const release of releases) release() })
+    const retry = async (id: number, delivery: { id: number }) => {
+      assert.equal((await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/deliveries/${delivery.id}/retry`, headers: testApp.auth })).statusCode, 202)
+    }
+    // More than the instance's retry slots (4): each one a subscription's, they would all be taken.
+    for (const delivery of await deliveries(testApp, ids[0]!)) await retry(ids[0]!, delivery)
+    await hanging.waitFor(7)
+    await retry(ids[1]!, (await deliveries(testApp, ids[1]!))[0]!)
+    await healthy.waitFor(7, 2000)
+    await sleep(100)
+    assert.equal(hanging.received.length, 7, 'the hanging receiver has one retry at a time')
+  })
+
   test('retries asked for at once are queued up to the bound and no further, and none for a subscription deleted meanwhile', async (t) => {
     // No look for work: what is queued stays queued.
     const testApp = await build(t, { store, env: LOCAL, limits: { webhookPollMs: 3_600_000 } })
