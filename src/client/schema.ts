@@ -702,11 +702,7 @@ export interface components {
          *     }
          */
         NewWebhook: {
-            /**
-             * @description A note for people; not used by the service (well-formed Unicode, without U+0000)
-             * @example Stock sync
-             */
-            description?: string;
+            description?: string | null;
             /**
              * @description The event types delivered, or `["*"]` for every type, those added later included
              * @example [
@@ -944,7 +940,7 @@ export interface components {
              */
             attemptedAt: string;
             /**
-             * @description From sending the request to the end of the answer, or to the failure
+             * @description From sending the request to the receiver's status line (its body is not awaited), or to the failure
              * @example 38
              */
             durationMs: number;

@@ -97,6 +97,13 @@ function isNoContentCoding (codings: string): boolean {
   return codings.split(',').every((coding) => ['', 'identity'].includes(coding.trim().toLowerCase()))
 }
 
+// Ignored, a field sent to such an operation (a `secret` to rotate-secret, say) would seem to be taken.
+const BODY_NOT_TAKEN = new ApiError(400, 'validation_failed', 'This operation takes no body: send none, or an empty object `{}`')
+
+function isEmptyObject (value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
+}
+
 /**
  * Only `application/json` bodies are read (any other type is a 415), in UTF-8, which RFC 8259
  * requires of JSON on the wire.
@@ -148,14 +155,16 @@ export default fp(async (app) => {
       done(new ApiError(400, 'invalid_json', 'Request body is not valid UTF-8'), undefined)
       return
     }
+    const takesBody = request.routeOptions.schema?.body !== undefined
     // An operation that takes no body (DELETE, rotate-secret) has none to miss: clients that send
     // Content-Type on every request send it there too.
-    if ((body as Buffer).length === 0 && request.routeOptions.schema?.body === undefined) {
+    if ((body as Buffer).length === 0 && !takesBody) {
       done(null, undefined)
       return
     }
     try {
-      done(null, parseJsonBody((body as Buffer).toString('utf8')))
+      const value = parseJsonBody((body as Buffer).toString('utf8'))
+      done(takesBody || isEmptyObject(value) ? null : BODY_NOT_TAKEN, takesBody ? value : undefined)
     } catch (error) {
       done(error as Error, undefined)
     }

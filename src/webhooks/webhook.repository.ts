@@ -110,7 +110,7 @@ export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, ev
   const now = isoNow(clock)
   // Compared with the row as it was: a SET's expressions read it before the update.
   const newUrl = url === undefined ? sql<boolean>`false` : sql<boolean>`url <> ${url}`
-  const newTypes = events === undefined ? sql<boolean>`false` : sql<boolean>`event_types <> ${eventTypesColumn(events)}`
+  const newTypes = events === undefined ? sql<boolean>`false` : otherTypesThan(eventTypesColumn(events))
   const fresh = sql<boolean>`(${newUrl} or ${newTypes} or ${enabled === true ? sql`state = 'disabled'` : sql`false`})`
   const row = await db.updateTable('webhooks').set({
     updated_at: now,
@@ -125,6 +125,16 @@ export async function updateWebhook (db: Db, clock: Clock, id: bigint, { url, ev
     lease_token: sql<string | null>`case when ${newUrl} then null else lease_token end`
   }).where('id', '=', id).returning(WEBHOOK_COLUMNS).executeTakeFirst()
   return row === undefined ? undefined : webhookOfRow(row)
+}
+
+/**
+ * Whether the row's event types are another set than `column`'s: the same types in another order are
+ * the same (the row keeps the order it was given in). Types are unique and none holds another, so the
+ * same set is the same length with every type in it. (`_` is escaped: LIKE takes it for any character.)
+ */
+function otherTypesThan (column: string) {
+  const missing = column.split(' ').map((type) => sql`' ' || event_types || ' ' not like ${`% ${type.replaceAll('_', '\\_')} %`} escape '\\'`)
+  return sql<boolean>`(length(event_types) <> ${column.length} or ${sql.join(missing, sql` or `)})`
 }
 
 /** Deletes a subscription with its deliveries log; false when there was none. */

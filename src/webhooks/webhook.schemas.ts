@@ -47,7 +47,8 @@ const HOOK = {
 export const NewWebhook = Type.Object({
   url: Url,
   events: EventTypes,
-  description: Type.Optional(Description)
+  // null too, as a subscription is answered: a body made from one is taken back.
+  description: Type.Optional(Nullable(Description))
 }, {
   title: 'NewWebhook',
   additionalProperties: false,
@@ -107,7 +108,7 @@ export const WebhookDelivery = Type.Object({
   attemptedAt: Time('When the request was sent'),
   responseStatus: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], { description: 'The receiver\'s status; null when it did not answer' }),
   error: Nullable(Type.String({ description: 'Why the attempt failed; null when it succeeded (a 2xx)', examples: ['no answer within the timeout'] })),
-  durationMs: Type.Integer({ minimum: 0, description: 'From sending the request to the end of the answer, or to the failure', examples: [38] })
+  durationMs: Type.Integer({ minimum: 0, description: 'From sending the request to the receiver\'s status line (its body is not awaited), or to the failure', examples: [38] })
 }, { title: 'WebhookDelivery', additionalProperties: false, examples: [DELIVERY] })
 export type WebhookDelivery = Static<typeof WebhookDelivery>
 

@@ -117,6 +117,21 @@ forEachStore((store) => {
     assert.deepEqual(errorOf(created), { code: 'invalid_json', message: 'Request body is empty; a JSON object is expected', status: 400 })
   })
 
+  test('an operation that takes no body refuses one with fields, rather than ignore them; `{}` is taken as none', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const { id, secret } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
+    const rotate = async (payload: string) => await testApp.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/rotate-secret`, headers: { ...testApp.auth, 'content-type': 'application/json' }, payload })
+    for (const payload of ['{"secret":"whsec_mine"}', '[]', 'null', '1']) {
+      assert.deepEqual(errorOf(await rotate(payload)), { code: 'validation_failed', message: 'This operation takes no body: send none, or an empty object `{}`', status: 400 }, payload)
+    }
+    const row = await testApp.db.selectFrom('webhooks').select('secret').where('id', '=', BigInt(id)).executeTakeFirstOrThrow()
+    assert.equal(row.secret, secret, 'nothing was rotated')
+    assert.equal((await rotate('{}')).statusCode, 200)
+    assert.equal(errorOf(await rotate('{"secret":')).code, 'invalid_json')
+    const deleted = await testApp.app.inject({ method: 'DELETE', url: `/v1/webhooks/${id}`, headers: testApp.auth, payload: { x: 1 } })
+    assert.equal(errorOf(deleted).status, 400)
+  })
+
   test('an operation that takes no body accepts an empty one whatever its Content-Type (curl -d \'\' sends a form), and refuses one that is not empty', async (t) => {
     const testApp = await buildWithWebhooks(t, store)
     const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['*'] })).json()
@@ -345,6 +360,21 @@ forEachStore((store) => {
     ])
   })
 
+  test('the same event types in another order change nothing; other types make the next attempt at once', async (t) => {
+    const testApp = await buildWithWebhooks(t, store, '50ms,1d')
+    const failing = await startReceiver(t)
+    failing.answers.push(500, 500, 500)
+    const { id } = (await subscribe(testApp, { url: failing.url, events: ['pet.created', 'pet.status_changed', 'order.placed'] })).json()
+    await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    await failing.waitFor(2)
+    await until('the second failure is logged', async () => (await deliveries(testApp, id)).length === 2)
+    for (const events of [['order.placed', 'pet.status_changed', 'pet.created'], ['pet.status_changed', 'pet.created', 'order.placed']]) await patch(testApp, id, { events })
+    await sleep(300)
+    assert.equal(failing.received.length, 2, 'the next retry stays a day away')
+    await patch(testApp, id, { events: ['pet.created', 'order.placed'] })
+    await failing.waitFor(3)
+  })
+
   test('a new URL given while an attempt to the old one is on its way wins: the next attempt goes to it at once, as the first, whatever the old one comes to', async (t) => {
     const testApp = await buildWithWebhooks(t, store, '50ms,50ms')
     // Its failure disabled the subscription.
@@ -536,6 +566,14 @@ forEachStore((store) => {
       // One rotation came after the other: its previous secret is the first one's, which signs beside it.
       assert.ok(answered.includes(row.secret) && answered.includes(row.previous_secret!), `round ${round}: ${row.previous_secret} kept, ${answered.join(' and ')} answered`)
     }
+  })
+
+  test('a subscription\'s url, events and description, as answered, make a body a create takes (description null)', async (t) => {
+    const testApp = await buildWithWebhooks(t, store)
+    const { id } = (await subscribe(testApp, { url: 'https://hooks.example.com/a', events: ['pet.created'] })).json()
+    const { url, events, description } = await getWebhook(testApp, id)
+    assert.equal(description, null)
+    assert.equal((await subscribe(testApp, { url, events, description })).json().description, null)
   })
 
   test('subscriptions: list, fetch, change, delete, idempotent creates, validation and scopes', async (t) => {
