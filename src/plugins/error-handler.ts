@@ -295,6 +295,9 @@ const NO_TUNNEL = new ApiError(400, 'bad_request', 'CONNECT is not served: this 
 
 /** Answers CONNECT, which Node hands over as a socket to tunnel: without this, it closes the connection without an answer. */
 export function answerConnect (_request: IncomingMessage, socket: Socket, count: CountUnread): void {
+  // Node hands it over without the server's error listener: a client that resets the connection (any
+  // client can) would otherwise be an uncaught error, which stops the service. Its answer is lost with it.
+  socket.on('error', () => {})
   afterAnswersBefore(socket, () => { endWithError(socket, NO_TUNNEL, count) })
 }
 

@@ -256,6 +256,26 @@ test('CONNECT, which asks a proxy for a tunnel, is a 400 Error body, where Node 
   }
 })
 
+test('a CONNECT whose client resets the connection before its answer is written costs nothing but that connection', async (t) => {
+  const testApp = await build(t)
+  const errors: unknown[] = []
+  const onError = (error: unknown) => { errors.push(error) }
+  process.on('uncaughtException', onError)
+  t.after(() => { process.off('uncaughtException', onError) })
+  for (let i = 0; i < 3; i++) {
+    const { socket } = await openRawConnection(testApp)
+    socket.write('CONNECT a:1 HTTP/1.1\r\nHost: a\r\n\r\n', () => { socket.resetAndDestroy() })
+    await once(socket, 'close')
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  // Node hands a CONNECT's socket over without its error listener: the reset was an uncaught error.
+  assert.deepEqual(errors, [])
+  const { socket, received } = await openRawConnection(testApp)
+  socket.write('GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
+  await once(socket, 'close')
+  assert.match(received(), /^HTTP\/1\.1 200 /)
+})
+
 test('a method the server does not know is a 501 Error body (RFC 9110, section 9.1), after the answer of a request before it; bytes that are no request line stay a 400', async (t) => {
   const testApp = await build(t)
   const notImplemented = { code: 'not_implemented', message: 'The method is not one this server implements (methods are case-sensitive: GET, not get)', status: 501 }
