@@ -1,6 +1,7 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino, type Logger } from 'pino'
 import PinoPretty from 'pino-pretty'
+import { logDestination } from './log-destination.js'
 import { REDACTED, withoutSecrets } from './without-secrets.js'
 
 /** How log lines are written: `auto` is `pretty` on a terminal, `json` otherwise. */
@@ -28,7 +29,7 @@ export function createLogger (level: string, format: LogFormat = 'json', stream?
   }
   if (format === 'pretty' || (format === 'auto' && process.stdout.isTTY)) {
     return pino(options, PinoPretty({
-      destination: stream ?? 1,
+      destination: stream ?? logDestination(),
       sync: true,
       colorize: stream === undefined && process.stdout.isTTY,
       translateTime: 'SYS:HH:MM:ss.l',
@@ -38,7 +39,7 @@ export function createLogger (level: string, format: LogFormat = 'json', stream?
         `${String(log.method)} ${String(log.url)} ${String(log.statusCode)} ${String(log.ms)} ms`
     }))
   }
-  return stream === undefined ? pino(options) : pino(options, stream)
+  return pino(options, stream ?? logDestination())
 }
 
 /** Whether requests get a line each: `auto` is on where a person watches, a terminal. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { writeFileSync } from 'node:fs'
+import { closeSync, openSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
@@ -174,6 +175,36 @@ test('a process out of file descriptors (idle connections past its open-file lim
   await sleep(100)
   assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
   assert.equal(await server.stop('SIGTERM'), 0)
+})
+
+test('a log that cannot be written (a full disk) costs its lines, never the service: it serves, says so on stderr, and stops on SIGTERM', async (t) => {
+  const dir = tempDir(t)
+  const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'store.db')}`, HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', LOG_REQUESTS: 'on' }
+  const key = (await runCli(['keys', 'create', '--name', 'a'], env)).stdout.trimEnd().split('\n').at(-1)!
+  // A port found free: with PORT=0 the port would be known only from the log, which is lost.
+  const probe = createServer().listen(0, '127.0.0.1')
+  await once(probe, 'listening')
+  const { port } = probe.address() as AddressInfo
+  probe.close()
+  const full = openSync('/dev/full', 'w')
+  const child = spawn(process.execPath, [...CLI, 'serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', full, 'pipe'] })
+  closeSync(full)
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr!.on('data', (chunk) => { stderr += chunk })
+  const exited = once(child, 'exit')
+  let served = 0
+  for (const deadline = Date.now() + 10_000; served < 20 && Date.now() < deadline;) {
+    const response = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(2000) }).catch(() => undefined)
+    if (response?.status === 200) served++
+    else await sleep(50)
+  }
+  assert.equal(served, 20, stderr)
+  assert.equal(child.exitCode, null, 'it runs')
+  assert.match(stderr, /the log cannot be written \(ENOSPC/)
+  child.kill('SIGTERM')
+  const [code] = await Promise.race([exited, sleep(5000).then(() => ['no exit within 5 s'])])
+  assert.equal(code, 0, stderr)
 })
 
 test('a port in use, or an address not of this machine, is one line naming the setting to change, and exit 2, before the API listens', async (t) => {

@@ -1,0 +1,43 @@
+import { writeSync } from 'node:fs'
+import sonicBoom, { type SonicBoom } from 'sonic-boom'
+
+// A CommonJS package: its class is a property of its `module.exports`, which Node gives ESM as the default.
+const { SonicBoom: SonicBoomStream } = sonicBoom
+
+/** What a log that cannot be written holds, to write once it can; past it, lines are dropped. */
+export const LOG_HELD_BYTES = 1024 * 1024
+
+/**
+ * The log's destination: stdout, written synchronously as pino's own is (sonic-boom), but a write
+ * that fails (a full disk, a file system gone read-only) costs log lines, never the service. pino's
+ * own destination rethrew the failure, an uncaught error that stopped the service, whose exit then
+ * spun forever retrying the write (sonic-boom's `flushSync` retries every error), deaf to SIGTERM.
+ * Here the lines are held, up to LOG_HELD_BYTES, then dropped, and each write tries again; stderr
+ * says when the log fails and when it is written again, with the count of the lines dropped.
+ */
+export function logDestination (fd = 1): SonicBoom {
+  const destination = new SonicBoomStream({ fd, sync: true, maxLength: LOG_HELD_BYTES })
+  let failing = false
+  let dropped = 0
+  destination.on('error', (error: NodeJS.ErrnoException) => {
+    if (failing) return
+    failing = true
+    tellStderr(`the log cannot be written (${error.code ?? error.message}): its lines are held, up to ${LOG_HELD_BYTES / 1024 / 1024} MiB, then dropped, until it can be`)
+  })
+  destination.on('drop', () => { dropped++ })
+  destination.on('write', () => {
+    if (!failing) return
+    failing = false
+    tellStderr(`the log is written again; ${dropped} line${dropped === 1 ? ' was' : 's were'} dropped meanwhile`)
+    dropped = 0
+  })
+  return destination
+}
+
+function tellStderr (message: string): void {
+  try {
+    writeSync(2, `petstore: ${message}\n`)
+  } catch {
+    // stderr fails too: there is no one left to tell
+  }
+}
