@@ -243,7 +243,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (!URL.canParse(url)) throw notAUrl(name, url)
     // The OpenAPI document, served without a key, lists it, and Location headers start with it.
     if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
-    config[name] = url
+    const parsed = new URL(url)
+    if (parsed.search !== '' || parsed.hash !== '') throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(url)}; it must not hold a query or a fragment`)
+    // As URLs are sent (`Location`, `Link`): the host in ASCII, the path percent-encoded. Taken as
+    // written, a character past Latin-1 made every such header, and the answers that carry one, fail.
+    config[name] = parsed.href.replace(/\/+$/, '')
   }
   // The API binds every address by default: on its port, the metrics' listener failed as if another process held it.
   if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {

@@ -79,6 +79,12 @@ test('a configuration error names the variable, the value received and what is a
   assert.equal(loadConfig({ DATABASE_URL: inQuery }).DATABASE_URL, inQuery, 'an @ in the query is no password\'s')
 })
 
+test('PUBLIC_BASE_URL is kept as URLs are sent: its host in ASCII (IDNA), its path percent-encoded', () => {
+  const config = loadConfig({ PUBLIC_BASE_URL: 'https://пример.рф/магазин/a"b<c>/', STAGING_BASE_URL: 'https://Staging.Example.com' })
+  assert.equal(config.PUBLIC_BASE_URL, 'https://xn--e1afmkfd.xn--p1ai/%D0%BC%D0%B0%D0%B3%D0%B0%D0%B7%D0%B8%D0%BD/a%22b%3Cc%3E')
+  assert.equal(config.STAGING_BASE_URL, 'https://staging.example.com')
+})
+
 test('an invalid value is a one-line error naming the variable', () => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ PORT: 'abc' }, 'PORT'],
@@ -90,6 +96,9 @@ test('an invalid value is a one-line error naming the variable', () => {
     // The OpenAPI document, served without a key, lists these URLs: a password in one would be published.
     [{ PUBLIC_BASE_URL: 'https://u:s3cretPW@pets.example.com' }, 'PUBLIC_BASE_URL'],
     [{ STAGING_BASE_URL: 'https://s3cretPW@staging.example.com' }, 'STAGING_BASE_URL'],
+    // A root URL holds no query or fragment: the API's paths would follow them.
+    [{ PUBLIC_BASE_URL: 'https://pets.example.com/api?x=1' }, 'PUBLIC_BASE_URL'],
+    [{ PUBLIC_BASE_URL: 'https://pets.example.com/api#top' }, 'PUBLIC_BASE_URL'],
     // Integers in decimal digits, as the README says: not hexadecimal, an exponent or a fraction.
     [{ RATE_LIMIT_PER_MINUTE: '0x10' }, 'RATE_LIMIT_PER_MINUTE'],
     [{ DATABASE_CONNECT_TIMEOUT_MS: '1e3' }, 'DATABASE_CONNECT_TIMEOUT_MS'],
