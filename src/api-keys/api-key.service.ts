@@ -9,12 +9,18 @@ const CHECKSUM_CHARS = 6 // CRC32 in base62, so that scanners can tell a real ke
 /** Every key's length, in characters. */
 export const API_KEY_LENGTH = PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS
 const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}$`)
+// A part of a key this long or longer is redacted as a key: a key cut short by its last characters
+// gives its secret away but for them (its checksum can be worked out again), where a shorter part
+// leaves over 95 bits of the key unknown.
+const SECRET_PART_CHARS = 16
+
 /**
  * Finds every key in a text (a URL sent with a key in it, say), to redact it: its characters as they
- * are or percent-encoded (`ps%5F...`, or all of them), as a client's URL encoder may send them.
+ * are or percent-encoded (`ps%5F...`, or all of them), as a client's URL encoder may send them, and
+ * also a key cut short, from 16 characters after its prefix on.
  */
 export const API_KEYS_IN_TEXT = new RegExp(
-  `${percentEncodable(PREFIX)}(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'gi')
+  `${percentEncodable(PREFIX)}(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${SECRET_PART_CHARS},${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'gi')
 
 /** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */
 export interface GeneratedApiKey {
