@@ -58,6 +58,12 @@ const PARTIAL_OR_CONDITIONAL = ['range', 'if-range', 'if-match', 'if-unmodified-
 
 const NO_FILE = new ApiError(404, 'not_found', 'No resource at this path')
 
+// The plugin's own copy of the document, which it serves at these paths, is made by @fastify/swagger,
+// whose int64 bounds are rounded (9223372036854776000, past int64): they lead to the one the API
+// serves, relative so that a proxy's path prefix is kept.
+const PLUGIN_DOCUMENTS = new Set(['/docs/json', '/docs/yaml'])
+const SERVED_DOCUMENT = '../v1/openapi.json'
+
 /**
  * What the file server refuses as a path (one that leaves its folder, `//`, a NUL byte: a 403 or 400)
  * names no file: a 404, as any other path that names nothing, rather than its bare "Forbidden".
@@ -75,7 +81,8 @@ export default fp<{ publicBaseUrl: string | undefined }>(async (app, { publicBas
   const pathPrefix = publicBaseUrl === undefined ? '' : new URL(publicBaseUrl).pathname.replace(/\/$/, '')
   // In a context of its own, so that its hook and error handler hold for the page's routes alone.
   await app.register(async (docs) => {
-    docs.addHook('onRequest', async (request) => {
+    docs.addHook('onRequest', async (request, reply) => {
+      if (PLUGIN_DOCUMENTS.has(request.routeOptions.url ?? '')) return await reply.code(308).header('location', SERVED_DOCUMENT).send()
       for (const header of PARTIAL_OR_CONDITIONAL) delete request.raw.headers[header]
     })
     docs.setErrorHandler((error: Error, request, reply) => { sendError(fileServerError(error), request, reply) })

@@ -105,6 +105,18 @@ test('GET /docs serves the API reference page, with its own content security pol
   assert.equal(api.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", 'the API keeps the strict policy')
 })
 
+test('/docs/json and /docs/yaml, the page plugin\'s own copy of the document (its int64 bounds rounded), lead to /v1/openapi.json', async (t) => {
+  const testApp = await build(t)
+  for (const url of ['/docs/json', '/docs/yaml']) {
+    const response = await testApp.app.inject({ url })
+    assert.equal(response.statusCode, 308, url)
+    // Relative, so that a proxy's path prefix is kept.
+    assert.equal(response.headers.location, '../v1/openapi.json')
+    assert.equal(new URL(response.headers.location, `https://example.com/api${url}`).href, 'https://example.com/api/v1/openapi.json')
+    assert.doesNotMatch(response.body, /9223372036854776000/)
+  }
+})
+
 test('behind a proxy path prefix named in PUBLIC_BASE_URL, /docs links its scripts and styles under that prefix', async (t) => {
   const prefixed = await build(t, { env: { PUBLIC_BASE_URL: 'https://example.com/api/' } })
   for (const url of ['/docs', '/docs/']) {
