@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { clientNetwork } from '../client-address.js'
 import type { Clock } from '../clock.js'
+import { ConfigError } from '../config.js'
 import { ApiError } from '../errors.js'
 
 const WINDOW_MS = 60_000
@@ -142,6 +143,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   redis.on('ready', () => { connectionError = undefined })
   app.addHook('onClose', async () => { redis.disconnect() })
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
+  await requireDatabase(redis)
   await app.register(rateLimit, { global: false, store: storeNamed(`petstore:${namespace}:`, redis), skipOnError: false })
   let coolingUntil = 0
   // An outage at start is logged now, not with the first request it fails.
@@ -191,6 +193,23 @@ async function connectRedis (url: string, commandTimeout: number): Promise<Redis
   const { default: ioredis } = await import('ioredis')
   // Without a queue, commands fail at once while Redis is disconnected.
   return new ioredis.Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout })
+}
+
+/**
+ * Refuses a database number the server does not have (16 by default): ioredis reports the refused
+ * SELECT as an error event and goes on, and the counters went to database 0, beside another
+ * application's keys. Checked once Redis answers; an outage at start is not this.
+ */
+async function requireDatabase (redis: Redis): Promise<void> {
+  const { db = 0 } = redis.options
+  if (db === 0 || redis.status !== 'ready') return
+  try {
+    await redis.select(db)
+  } catch (error) {
+    if ((error as Error).name !== 'ReplyError') return
+    redis.disconnect()
+    throw new ConfigError(`Invalid configuration: REDIS_URL names database ${db}, which the Redis server does not have (${(error as Error).message})`, { cause: error })
+  }
 }
 
 /** Resolves once Redis is connected, or after the timeout (requests then go unlimited until it is). */

@@ -74,6 +74,17 @@ if (process.env.TEST_REDIS_URL) {
     assert.ok(!lines.join('').includes('wrong-secret'), `the password is in a log line: ${failed}`)
   })
 
+  test('a REDIS_URL naming a database the server does not have stops the start, naming it: its counters went to database 0', async (t) => {
+    const { store, databaseUrl } = await createTestStore(t)
+    const url = new URL(process.env.TEST_REDIS_URL!)
+    url.pathname = '/99'
+    const logger = createLogger('info', 'json', new Writable({ write: (_line, _encoding, done) => { done() } }))
+    await assert.rejects(buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: url.toString() }), store, logger, limits: TEST_LIMITS }), {
+      name: 'ConfigError',
+      message: 'Invalid configuration: REDIS_URL names database 99, which the Redis server does not have (ERR DB index is out of range)'
+    })
+  })
+
   test('a frozen Redis costs one short wait, then requests pass uncounted until it answers again', { timeout: 30_000 }, async (t) => {
     const redis = await startRedis(t)
     const clock = manualClock()
