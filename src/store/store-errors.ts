@@ -1,8 +1,9 @@
-const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM)/
+// A damaged file (CORRUPT, NOTADB) is one too: no request caused it, and a 500 would call it a bug.
+const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM|CORRUPT|NOTADB)/
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN'])
 // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P shutdown, 57014 statement
-// timeout, 55P03 lock timeout.
-const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014|55P03)/
+// timeout, 55P03 lock timeout, XX001 and XX002 data or an index damaged.
+const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014|55P03|XX001|XX002)/
 // node-postgres raises these without a code: no connection within the deadline, no answer within the
 // deadline, or the connection lost.
 const POSTGRES_NO_CONNECTION = /^timeout exceeded when trying to connect/
