@@ -244,6 +244,14 @@ function printableLines (text: string): string {
   return text.split('\n').map(printable).join('\n')
 }
 
+// Node drops what cannot be written to stdout (a full disk, /dev/full) without a word and exits 0:
+// `KEY=$(petstore keys create ...)` then got nothing, the key stored but never shown.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  console.error(`petstore: the standard output cannot be written (${error.code ?? error.message}): what this command printed is lost` +
+    ' (a key it made is stored, unseen: find it with keys list, and revoke it)')
+  process.exitCode = EXIT_FAILURE
+})
+
 try {
   await buildProgram().parseAsync(process.argv)
 } catch (error) {

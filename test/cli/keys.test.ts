@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { closeSync, openSync } from 'node:fs'
 import { test } from 'node:test'
 import { createKey, createTestStore, forEachStore } from '../helper.js'
-import { runCli } from '../process.js'
+import { CLI, runCli } from '../process.js'
 
 forEachStore((store) => {
   test('keys create works on a brand-new store and prints the key alone on its last line', async (t) => {
@@ -157,4 +160,16 @@ forEachStore((store) => {
       assert.match(result.stderr, new RegExp(name))
     }
   })
+})
+
+test('a key that cannot be printed (stdout on a full disk) is a failure said on stderr, not exit 0 with nothing printed', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const full = openSync('/dev/full', 'w')
+  const child = spawn(process.execPath, [...CLI, 'keys', 'create', '--name', 'lost'], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', full, 'pipe'] })
+  closeSync(full)
+  let stderr = ''
+  child.stderr!.on('data', (chunk) => { stderr += chunk })
+  const [code] = await once(child, 'exit')
+  assert.equal(code, 1)
+  assert.match(stderr, /^petstore: the standard output cannot be written \(ENOSPC\): what this command printed is lost .*keys list/)
 })
