@@ -57,6 +57,11 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
       throw new Error(`The store records migrations this build does not have (${unknown.join(', ')})${why}: another build made it; ` +
         'run that build, or a copy of the store from before it', { cause: error })
     }
+    // Kysely's words name the migration found in the missing one's place, as if it were the fault.
+    if (missing.length > 0) {
+      throw new Error(`The store lacks migrations of this build (${missing.join(', ')}) before others it records: it was changed by hand, ` +
+        'or restored in part; restore a copy of it made by this build or an earlier one', { cause: error })
+    }
   }
   throw new Error(`Migration failed: ${message}`, { cause: error })
 }

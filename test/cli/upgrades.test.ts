@@ -70,4 +70,14 @@ forEachStore((store) => {
       assert.doesNotMatch(said, /corrupted/, command.join(' '))
     }
   })
+  test('a store that lacks one of this build\'s migrations but records those after it is refused, naming the one it lacks', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    assert.equal((await runCli(['migrate'], env)).code, 0)
+    const { db } = openTestStore(t, env.DATABASE_URL)
+    await sql`delete from kysely_migration where name = '006-create-categories'`.execute(db)
+    const result = await runCli(['keys', 'list'], env)
+    assert.equal(result.code, 1, result.stderr)
+    assert.match(result.stderr, /The store lacks migrations of this build \(006-create-categories\) before others it records: it was changed by hand, or restored in part; restore a copy of it made by this build or an earlier one/)
+    assert.doesNotMatch(result.stderr, /corrupted/)
+  })
 })
