@@ -109,10 +109,11 @@ async function prepareStore (store: Store, config: Config, logger: Logger): Prom
   if (applied.length > 0) logger.info({ migrations: applied }, `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the store`)
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   const now = Date.now()
-  const firstKey = await createFirstApiKey(store.db, { expiresAt: defaultExpiry(config.API_KEY_DEFAULT_TTL, now), clock: stoppedClock(now) })
+  const expiresAt = defaultExpiry(config.API_KEY_DEFAULT_TTL, now)
+  const firstKey = await createFirstApiKey(store.db, { expiresAt, clock: stoppedClock(now) })
   // Shown before listening: the key exists from here on, whether or not the port can be taken.
   // PORT=0 has the system choose the port once the API listens: the log's "Server listening" line names it.
-  if (firstKey !== undefined) printFirstKey(firstKey, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT === 0 ? '<port>' : config.PORT}`)
+  if (firstKey !== undefined) printFirstKey(firstKey, expiresAt, config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT === 0 ? '<port>' : config.PORT}`)
 }
 
 // Besides its connections, a process holds the store's files, its threads' and its logs'.
@@ -150,13 +151,14 @@ function listenError (error: unknown, portSetting: string, port: unknown, hostSe
 }
 
 // Shown once, on the first start of an empty store, as Elasticsearch shows its first password.
-function printFirstKey (key: string, baseUrl: string): void {
+function printFirstKey (key: string, expiresAt: Date | undefined, baseUrl: string): void {
   process.stdout.write([
     '',
     '━━ First start: an API key was created. It is shown only this once; keep it safe. ━━',
     '',
     key,
     '',
+    ...expiresAt === undefined ? [] : [`It expires at ${expiresAt.toISOString()} (API_KEY_DEFAULT_TTL).`, ''],
     `Call the API with:  curl -H "Authorization: Bearer <key>" ${baseUrl}/v1/pets`,
     `Make more keys with:  ${commandName()} keys create --name NAME   (list: keys list, revoke: keys revoke ID)`,
     '',

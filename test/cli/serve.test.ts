@@ -323,4 +323,5 @@ test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer a
   assert.ok(expiresIn > 2 * 86_400_000 - 120_000 && expiresIn <= 2 * 86_400_000, `${expiresIn} ms`)
   const [first] = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as Array<{ createdAt: string, expiresAt: string }>
   assert.equal(Date.parse(first!.expiresAt) - Date.parse(first!.createdAt), 2 * 86_400_000, 'exactly 2 days from its creation')
+  assert.match(server.output(), new RegExp(`^It expires at ${first!.expiresAt} \\(API_KEY_DEFAULT_TTL\\)\\.$`, 'm'), 'the banner says when, as keys create does')
 })
