@@ -13,3 +13,14 @@ export function logProcessWarnings (logger: Logger): void {
     logger.warn({ warning: { name, ...(code === undefined ? {} : { code }) } }, message)
   })
 }
+
+/**
+ * Prints the process's warnings on stderr as the `petstore` command's other messages are
+ * (`petstore: warning: ...`), instead of Node's own lines, with its `(node:PID)` and its hint to rerun
+ * with `--trace-warnings`. As above, only when Node would show them.
+ */
+export function printProcessWarnings (): void {
+  if (process.listenerCount('warning') === 0) return
+  process.removeAllListeners('warning')
+  process.on('warning', ({ message }) => { console.error(`petstore: warning: ${message}`) })
+}

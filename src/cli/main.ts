@@ -16,6 +16,7 @@ import { INT64_MAX } from '../validation/int64.js'
 import { openStore, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
 import { VERSION } from '../version.js'
+import { printProcessWarnings } from '../process-warnings.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
 import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, type LifetimeOptions } from './key-options.js'
@@ -243,6 +244,8 @@ function printableUsageError (text: string): string {
 function printableLines (text: string): string {
   return text.split('\n').map(printable).join('\n')
 }
+
+printProcessWarnings() // serve logs them instead (see logProcessWarnings)
 
 // Node drops what cannot be written to stdout (a full disk, /dev/full) without a word and exits 0:
 // `KEY=$(petstore keys create ...)` then got nothing, the key stored but never shown.

@@ -276,6 +276,11 @@ test('a warning of Node or a library (pg on sslmode=require) is one log line of 
   assert.equal(warnings[0]!.warning.name, 'Warning')
   assert.match(warnings[0]!.msg, /SSL modes 'prefer', 'require', and 'verify-ca'/)
   assert.doesNotMatch(result.stdout + result.stderr, /secret/)
+  // The other commands say it on stderr as their other messages: petstore's prefix, not Node's (node:PID) and its hint.
+  const listed = await runCli(['keys', 'list'], env)
+  assert.equal(listed.code, 1, listed.stderr)
+  assert.match(listed.stderr, /^petstore: warning: SECURITY WARNING: The SSL modes 'prefer', 'require', and 'verify-ca'/m)
+  assert.doesNotMatch(listed.stderr, /\(node:\d+\)|--trace-warnings|secret/)
 })
 
 test('the console: on a terminal, lines a person reads and one per request; elsewhere JSON, a line per request only with LOG_REQUESTS=on', async (t) => {
