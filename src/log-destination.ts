@@ -8,16 +8,25 @@ const { SonicBoom: SonicBoomStream } = sonicBoom
 export const LOG_HELD_BYTES = 1024 * 1024
 
 /**
- * The log's destination: stdout, written synchronously as pino's own is (sonic-boom), but a write
- * that fails (a full disk, a file system gone read-only) costs log lines, never the service. pino's
- * own destination rethrew the failure, an uncaught error that stopped the service, whose exit then
- * spun forever retrying the write (sonic-boom's `flushSync` retries every error), deaf to SIGTERM.
- * Here the lines are held, up to LOG_HELD_BYTES, then dropped, and each write tries again; stderr
- * says when the log fails and when it is written again, with the count of the lines dropped.
+ * The log's destination: stdout, written as pino's own is (sonic-boom, asynchronously, what is left
+ * written at exit), but a write that fails (a full disk, a file system gone read-only) costs log
+ * lines, never the service. pino's own destination rethrew the failure, an uncaught error that stopped
+ * the service, whose exit then spun forever retrying the write (sonic-boom's `flushSync` retries every
+ * error), deaf to SIGTERM. Here the lines are held, up to LOG_HELD_BYTES, then dropped, and each write
+ * tries again; stderr says when the log fails and when it is written again, with the count of the
+ * lines dropped; and at exit, what is left is written only while the log can be.
  */
 export function logDestination (fd = 1): SonicBoom {
-  const destination = new SonicBoomStream({ fd, sync: true, maxLength: LOG_HELD_BYTES })
+  const destination = new SonicBoomStream({ fd, maxLength: LOG_HELD_BYTES })
   let failing = false
+  process.on('exit', () => {
+    if (failing) return
+    try {
+      destination.flushSync()
+    } catch {
+      // what is left is lost with the process, as it would be on a crash
+    }
+  })
   let dropped = 0
   destination.on('error', (error: NodeJS.ErrnoException) => {
     if (failing) return
