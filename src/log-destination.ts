@@ -28,18 +28,19 @@ export function logDestination (fd = 1): SonicBoom {
     }
   })
   let dropped = 0
+  const recovered = () => {
+    failing = false
+    tellStderr(`the log is written again; ${dropped} line${dropped === 1 ? ' was' : 's were'} dropped meanwhile`)
+    dropped = 0
+  }
   destination.on('error', (error: NodeJS.ErrnoException) => {
     if (failing) return
     failing = true
     tellStderr(`the log cannot be written (${error.code ?? error.message}): its lines are held, up to ${LOG_HELD_BYTES / 1024 / 1024} MiB, then dropped, until it can be`)
+    // Listened for only while failing: a write is made for every line.
+    destination.once('write', recovered)
   })
   destination.on('drop', () => { dropped++ })
-  destination.on('write', () => {
-    if (!failing) return
-    failing = false
-    tellStderr(`the log is written again; ${dropped} line${dropped === 1 ? ' was' : 's were'} dropped meanwhile`)
-    dropped = 0
-  })
   return destination
 }
 

@@ -7,11 +7,7 @@ import type { Logger } from 'pino'
  * (not under `--no-warnings` or `NODE_NO_WARNINGS=1`), and so does this.
  */
 export function logProcessWarnings (logger: Logger): void {
-  if (process.listenerCount('warning') === 0) return
-  process.removeAllListeners('warning')
-  process.on('warning', ({ name, message, code }: Error & { code?: string }) => {
-    logger.warn({ warning: { name, ...(code === undefined ? {} : { code }) } }, message)
-  })
+  reportWarnings(({ name, message, code }) => { logger.warn({ warning: { name, ...(code === undefined ? {} : { code }) } }, message) })
 }
 
 /**
@@ -20,7 +16,12 @@ export function logProcessWarnings (logger: Logger): void {
  * with `--trace-warnings`. As above, only when Node would show them.
  */
 export function printProcessWarnings (): void {
+  reportWarnings(({ message }) => { console.error(`petstore: warning: ${message}`) })
+}
+
+/** Reports the warnings with `report` in place of whoever does now, if anyone does (see above). */
+function reportWarnings (report: (warning: Error & { code?: string }) => void): void {
   if (process.listenerCount('warning') === 0) return
   process.removeAllListeners('warning')
-  process.on('warning', ({ message }) => { console.error(`petstore: warning: ${message}`) })
+  process.on('warning', report)
 }

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
 import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
@@ -100,6 +101,11 @@ function isNoContentCoding (codings: string): boolean {
 // Ignored, a field sent to such an operation (a `secret` to rotate-secret, say) would seem to be taken.
 const BODY_NOT_TAKEN = new ApiError(400, 'validation_failed', 'This operation takes no body: send none, or an empty object `{}`')
 
+/** Whether the request's operation takes a body (it declares one), which DELETE and rotate-secret do not. */
+function takesBody (request: FastifyRequest): boolean {
+  return request.routeOptions.schema?.body !== undefined
+}
+
 function isEmptyObject (value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
 }
@@ -113,7 +119,7 @@ export default fp(async (app) => {
   // Another type, or none: a 415 at once, except for an operation that takes no body (DELETE,
   // rotate-secret) sent an empty one, which `curl -X POST -d ''` sends as a form.
   app.addContentTypeParser('*', (request, payload, done) => {
-    if (request.routeOptions.schema?.body !== undefined) {
+    if (takesBody(request)) {
       done(unsupportedMediaType(request.headers['content-type']), undefined)
       return
     }
@@ -155,16 +161,16 @@ export default fp(async (app) => {
       done(new ApiError(400, 'invalid_json', 'Request body is not valid UTF-8'), undefined)
       return
     }
-    const takesBody = request.routeOptions.schema?.body !== undefined
+    const bodyTaken = takesBody(request)
     // An operation that takes no body (DELETE, rotate-secret) has none to miss: clients that send
     // Content-Type on every request send it there too.
-    if ((body as Buffer).length === 0 && !takesBody) {
+    if ((body as Buffer).length === 0 && !bodyTaken) {
       done(null, undefined)
       return
     }
     try {
       const value = parseJsonBody((body as Buffer).toString('utf8'))
-      done(takesBody || isEmptyObject(value) ? null : BODY_NOT_TAKEN, takesBody ? value : undefined)
+      done(bodyTaken || isEmptyObject(value) ? null : BODY_NOT_TAKEN, bodyTaken ? value : undefined)
     } catch (error) {
       done(error as Error, undefined)
     }

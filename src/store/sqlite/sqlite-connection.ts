@@ -5,9 +5,9 @@ import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
 import type { Durability } from '../store.js'
 
 // Once open: better-sqlite3 waits synchronously, stalling every request meanwhile: long enough for
-// another process's short transactions (a batch of `pets import` included), short enough that writes refused back to back
-// while a process holds the lock still leave the loop turning (0.5 s did not: the service shed load,
-// reads and /healthz included). Past it: 503.
+// another process's short transactions (a batch of `pets import` included), short enough that writes
+// refused back to back while a process holds the lock still leave the loop turning (0.5 s did not:
+// the service shed load, reads and /healthz included). Past it: 503.
 const BUSY_TIMEOUT_MS = 100
 // While opening (set first, so that even switching to WAL waits for another process holding the
 // file), before any request is served: another process may hold it longer than a request could
