@@ -33,8 +33,8 @@ export interface WorkerSupervision {
  * process serves the workers' metrics, summed (see ClusterMetrics), on METRICS_PORT; starts a worker
  * again when one dies after it started serving, or fails to start once the service has served (its
  * store unreachable, say: the others answer 503 meanwhile), waiting longer each time it fails; when
- * the first workers fail to start (a port in use, say), which would fail again, all stop, with its
- * exit code; and on SIGTERM or SIGINT has every worker finish its requests (a message it sends each:
+ * the first worker fails to start (a port in use, say), which would fail again, stops with its exit
+ * code; and on SIGTERM or SIGINT has every worker finish its requests (a message it sends each:
  * the workers take no signal for it), then exits.
  */
 export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics, heldSignals }: WorkerSupervision): Promise<void> {
@@ -71,7 +71,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
   }
   let served = false
   let restartDelayMs = RESTART_DELAY_MS
-  const fork = () => {
+  const fork = (): Worker => {
     const worker = cluster.fork()
     worker.once('listening', () => {
       serving.add(worker)
@@ -94,6 +94,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
         void stop(code ?? 1)
       }
     })
+    return worker
   }
   let firstSignal: { signal: NodeJS.Signals, at: number } | undefined
   for (const signal of STOP_SIGNALS) {
@@ -117,6 +118,10 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     logger.warn({ workers: config.WEB_CONCURRENCY, cores }, `WEB_CONCURRENCY is ${config.WEB_CONCURRENCY}, above the ${cores} cores of this machine: the workers take turns on them, each with its memory and its database connections`)
   }
   logger.info({ workers: config.WEB_CONCURRENCY }, 'starting workers')
-  for (let i = 0; i < config.WEB_CONCURRENCY; i++) fork()
+  // One worker first, the others once it listens: a setting that cannot work (a port in use) then
+  // fails once, with one line, not once per worker.
+  fork().once('listening', () => {
+    if (!stopping) for (let i = 1; i < config.WEB_CONCURRENCY; i++) fork()
+  })
   resend(heldSignal)
 }

@@ -207,7 +207,7 @@ test('a log that cannot be written (a full disk) costs its lines, never the serv
   assert.equal(code, 0, stderr)
 })
 
-test('a port in use, or an address not of this machine, is one line naming the setting to change, and exit 2, before the API listens', async (t) => {
+test('a port in use (with workers too), or an address not of this machine, is one line naming the setting to change, and exit 2, before the API listens', async (t) => {
   const taken = createServer().listen(0, '127.0.0.1')
   await once(taken, 'listening')
   t.after(() => taken.close())
@@ -216,6 +216,10 @@ test('a port in use, or an address not of this machine, is one line naming the s
   const api = await runCli(['serve'], { ...env, PORT: String(port) })
   assert.equal(api.code, 2)
   assert.match(api.stderr, new RegExp(`^petstore: Cannot listen: port ${port} on 127\\.0\\.0\\.1 is in use by another process; set PORT to a free port, or stop that process$`, 'm'))
+  // Workers: one line, not one per worker (the first starts alone; the others once it listens).
+  const workers = await runCli(['serve'], { ...env, PORT: String(port), WEB_CONCURRENCY: '3' })
+  assert.equal(workers.code, 2, workers.stderr)
+  assert.equal(workers.stderr.match(/is in use by another process/g)?.length, 1, workers.stderr)
   const metrics = await runCli(['serve'], { ...env, PORT: '0', METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' })
   assert.equal(metrics.code, 2)
   assert.match(metrics.stderr, /set METRICS_PORT to a free port/)
