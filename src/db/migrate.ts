@@ -9,6 +9,7 @@ import * as createCategories from './migrations/006-create-categories.js'
 import * as createEvents from './migrations/007-create-events.js'
 import * as createWebhooks from './migrations/008-create-webhooks.js'
 import * as notifyPetChanges from './migrations/009-notify-pet-changes.js'
+import * as keyLongCategoryNamesByDigest from './migrations/010-key-long-category-names-by-digest.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {
@@ -20,7 +21,8 @@ export const MIGRATIONS: Record<string, Migration> = {
   '006-create-categories': createCategories,
   '007-create-events': createEvents,
   '008-create-webhooks': createWebhooks,
-  '009-notify-pet-changes': notifyPetChanges
+  '009-notify-pet-changes': notifyPetChanges,
+  '010-key-long-category-names-by-digest': keyLongCategoryNamesByDigest
 }
 
 /** What migrateToLatest did. */

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { sql } from 'kysely'
+import { Migrator, sql } from 'kysely'
+import { foldedName } from '../../src/categories/category-name-key.js'
+import { loadConfig } from '../../src/config.js'
+import { MIGRATIONS } from '../../src/db/migrate.js'
 import { isPostgres } from '../../src/db/dialect.js'
 import { buildApp } from '../../src/app.js'
-import { build, checkAnswers, clientFor, createKey, createPet, defer, errorOf, forEachStore, nextLink, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
+import { seededRandom } from '../seeded-random.js'
+import { build, checkAnswers, clientFor, createKey, createPet, createTestStore, defer, errorOf, forEachStore, nextLink, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
 
 async function createCategory (testApp: TestApp, name: string, headers: Record<string, string> = {}) {
   return await testApp.app.inject({ method: 'POST', url: '/v1/categories', headers: { ...testApp.auth, ...headers }, payload: { name } })
@@ -53,6 +58,48 @@ forEachStore((store) => {
     for (const name of ['Istanbul', 'ıstanbul']) assert.equal((await createCategory(testApp, name)).statusCode, 201, name)
     const all = await testApp.app.inject({ url: '/v1/categories?limit=100', headers: testApp.auth })
     assert.deepEqual(all.json().map((category: { name: string }) => category.name), [...groups.map(([first]) => first), 'Istanbul', 'ıstanbul'])
+  })
+
+  test('a name padded with kilobytes of whitespace is stored and compared as any other: 201, then 409 in another case; never a 5xx (PostgreSQL refused its index entry)', async (t) => {
+    const testApp = await build(t, { store })
+    // Whitespace that varies, as PostgreSQL does not compress it under its index entries' 2,704 bytes.
+    const spaces = ' \t\n\r\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u3000'
+    const random = seededRandom(7)
+    const padding = Array.from({ length: 5000 }, () => spaces[Math.floor(random() * spaces.length)]).join('')
+    const padded = await createCategory(testApp, `Dogs${padding}`)
+    assert.equal(padded.statusCode, 201, padded.body)
+    assert.equal(padded.json().name, `Dogs${padding}`, 'stored as sent')
+    const duplicate = await createCategory(testApp, `DOGS${padding}`)
+    assert.equal(duplicate.statusCode, 409, duplicate.body)
+    assert.equal(errorOf(duplicate).code, 'category_exists')
+    assert.equal((await createCategory(testApp, 'Dogs')).statusCode, 201, 'the name without its padding is another name')
+    // A long name's key is its digest: a name spelling that digest is a name of its own.
+    const digest = createHash('sha256').update(foldedName(`Dogs${padding}`)).digest('hex')
+    for (const name of [`sha256:${digest}`, `SHA256:${digest}`]) {
+      const spelled = await createCategory(testApp, name)
+      assert.equal(spelled.statusCode, name.startsWith('sha') ? 201 : 409, `${name}: ${spelled.body}`)
+    }
+  })
+
+  test('a long name stored before long names were keyed by their digest stays unique after the migration', async (t) => {
+    const { db, store: opened, databaseUrl } = await createTestStore(t, store)
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } })
+    assert.equal((await migrator.migrateTo('009-notify-pet-changes')).error, undefined)
+    const padding = ' \t\n'.repeat(400)
+    const stored = [`Cats${padding}`, 'SHA256:abc']
+    for (const name of stored) {
+      const oldKey = name.normalize('NFC').toLowerCase() // what the key was for these names: NFC and folding
+      await db.insertInto('categories').values({ name, name_key: oldKey, created_at: new Date().toISOString() } as never).execute()
+    }
+    assert.equal((await migrator.migrateToLatest()).error, undefined)
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store: opened, limits: TEST_LIMITS })
+    defer(t, () => app.close())
+    checkAnswers(t, app)
+    const { key } = await createKey(db)
+    for (const name of [`CATS${padding}`, 'sha256:ABC']) {
+      const duplicate = await app.inject({ method: 'POST', url: '/v1/categories', headers: { authorization: `Bearer ${key}` }, payload: { name } })
+      assert.equal(duplicate.statusCode, 409, `${name.slice(0, 10)}: ${duplicate.body}`)
+    }
   })
 
   test('concurrent creates of one name, however cased, make one category: the others get 409, none a 5xx', async (t) => {
