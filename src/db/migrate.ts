@@ -1,5 +1,7 @@
 import { Migrator, sql, type Migration } from 'kysely'
+import { ConfigError } from '../config.js'
 import type { Db } from './database.js'
+import { isPostgres } from './dialect.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
 import * as addInstallationId from './migrations/002-add-installation-id.js'
 import * as createIdempotencyKeys from './migrations/003-create-idempotency-keys.js'
@@ -43,6 +45,7 @@ export interface MigrationOutcome {
  * record does not extend this build's own (another branch's, say) is refused, naming what it records.
  */
 export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
+  if (isPostgres(db)) await refuseOtherEncodings(db)
   const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } })
   const { error, results = [] } = await migrator.migrateToLatest()
   if (error === undefined) return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName), newer: [] }
@@ -66,6 +69,19 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
     }
   }
   throw new Error(`Migration failed: ${message}`, { cause: error })
+}
+
+/**
+ * Refuses a PostgreSQL database whose encoding is not UTF-8 (LATIN1, say), before anything is
+ * migrated: names in any language could not be stored, and the first key's hint, with its `…`,
+ * failed the start after every migration had been applied.
+ */
+async function refuseOtherEncodings (db: Db): Promise<void> {
+  const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db)
+  const encoding = rows[0]!.encoding
+  if (encoding === 'UTF8') return
+  throw new ConfigError(`The PostgreSQL database is encoded in ${encoding}, and the service stores text as UTF-8: ` +
+    'point DATABASE_URL at a database created with UTF-8 (createdb -E UTF8 -T template0 NAME)')
 }
 
 /** What to tell an operator of a store a newer build has migrated. */

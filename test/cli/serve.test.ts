@@ -7,7 +7,8 @@ import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { forEachStore, tempDir } from '../helper.js'
+import pg from 'pg'
+import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
 import { CLI, runCli, startProcess, startServer } from '../process.js'
 
 forEachStore((store) => {
@@ -334,3 +335,25 @@ test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer a
   assert.equal(Date.parse(first!.expiresAt) - Date.parse(first!.createdAt), 2 * 86_400_000, 'exactly 2 days from its creation')
   assert.match(server.output(), new RegExp(`^It expires at ${first!.expiresAt} \\(API_KEY_DEFAULT_TTL\\)\\.$`, 'm'), 'the banner says when, as keys create does')
 })
+
+for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
+  test('a PostgreSQL database not encoded in UTF-8 is refused, naming its encoding, before anything is migrated, from serve and the CLI alike', async (t) => {
+    const url = new URL(await store.databaseUrl(t))
+    const admin = new pg.Client({ connectionString: url.toString() })
+    await admin.connect()
+    defer(t, () => admin.end())
+    const name = `${url.pathname.slice(1)}_latin1`
+    await admin.query(`create database ${name} encoding 'LATIN1' template template0 lc_collate 'C' lc_ctype 'C'`)
+    defer(t, () => admin.query(`drop database if exists ${name} with (force)`))
+    url.pathname = `/${name}`
+    for (const args of [['serve'], ['keys', 'list']]) {
+      const result = await runCli(args, { DATABASE_URL: url.toString(), PORT: '0', HOST: '127.0.0.1' })
+      assert.equal(result.code, 2, result.stderr)
+      assert.match(result.stderr, /^petstore: The PostgreSQL database is encoded in LATIN1, and the service stores text as UTF-8: /m)
+    }
+    const latin1 = new pg.Client({ connectionString: url.toString() })
+    await latin1.connect()
+    defer(t, () => latin1.end())
+    assert.equal((await latin1.query("select count(*)::int as tables from information_schema.tables where table_schema = 'public'")).rows[0].tables, 0)
+  })
+}
