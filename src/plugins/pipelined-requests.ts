@@ -14,6 +14,19 @@ const CONNECTION_CLOSING = new ApiError(400, 'bad_request', 'The connection is c
 const lastBarrier = new WeakMap<Socket, ServerResponse>()
 
 /**
+ * Of the requests pipelined behind an unfinished answer, every PIPELINE_DEPTH-th is one the requests
+ * after it wait for, as for a request that changes something: at most so many are worked on together.
+ * Node hands over every request of what it reads at once (64 KiB, a thousand small ones), and their
+ * answers waited in memory for a client that does not read them: a file each held open (two
+ * connections asking for the docs page's script held 2,000 descriptors), or a copy of a large body.
+ */
+const PIPELINE_DEPTH = 8
+// How many requests each connection has had pipelined behind an unfinished answer.
+const pipelined = new WeakMap<Socket, number>()
+// The requests waiting for each answer that others wait for (see afterAnswer).
+const waiting = new WeakMap<ServerResponse, Array<() => void>>()
+
+/**
  * A request pipelined on a connection after one that changes something (any method but GET, HEAD and
  * OPTIONS) starts only once that one is answered, so that it sees what it did: Node hands the server
  * every pipelined request as soon as it is parsed, and a GET sent after a POST was answered from the
@@ -33,16 +46,18 @@ export default fp(async (app) => {
     const socket = request.raw.socket
     const before = lastBarrier.get(socket)
     const withBody = announcesBody(request.raw)
-    if (withBody && BODILESS_METHODS.has(request.method)) reply.header('connection', 'close')
-    if (!SAFE_METHODS.has(request.method) || withBody) lastBarrier.set(socket, reply.raw)
+    // Node reads what follows a request asking to upgrade the connection as the new protocol's, and,
+    // serving no other, drops it: a request pipelined after it would never be answered.
+    if ((withBody && BODILESS_METHODS.has(request.method)) || request.headers.upgrade !== undefined) reply.header('connection', 'close')
+    if (!SAFE_METHODS.has(request.method) || withBody || (reply.raw.socket === null && deepInPipeline(socket))) lastBarrier.set(socket, reply.raw)
     if (before === undefined) {
       done()
-    } else if (before.writableFinished || before.destroyed) {
+    } else if ((before.writableFinished || before.destroyed) && !socket.writableNeedDrain) {
       // Written whole, or cut off with its connection: nothing to wait for, nor to keep.
       if (lastBarrier.get(socket) === before) lastBarrier.delete(socket)
       done(closingError(socket))
     } else {
-      before.once('close', () => { done(closingError(socket)) })
+      afterAnswer(before, socket, () => { done(closingError(socket)) })
     }
   })
 }, { name: 'pipelined-requests' })
@@ -55,6 +70,46 @@ export default fp(async (app) => {
  */
 export function holdRequestsAfter (request: IncomingMessage, response: ServerResponse): void {
   lastBarrier.set(request.socket, response)
+}
+
+/** Counts a request pipelined behind an unfinished answer (which has no connection yet); true for every PIPELINE_DEPTH-th. */
+function deepInPipeline (socket: Socket): boolean {
+  const count = (pipelined.get(socket) ?? 0) + 1
+  pipelined.set(socket, count)
+  return count % PIPELINE_DEPTH === 0
+}
+
+/**
+ * Runs `then` once `answer` is written, and then once its connection takes more (an answer is
+ * finished once its connection holds it, read or not). One listener for all that wait on an answer:
+ * Node warns past 10 on one emitter.
+ */
+function afterAnswer (answer: ServerResponse, socket: Socket, then: () => void): void {
+  const queue = waiting.get(answer)
+  if (queue !== undefined) {
+    queue.push(then)
+    return
+  }
+  const waiters = [then]
+  waiting.set(answer, waiters)
+  const release = () => {
+    waiting.delete(answer)
+    for (const go of waiters) go()
+  }
+  if (answer.writableFinished || answer.destroyed) whenWritable(socket, release)
+  else answer.once('close', () => { whenWritable(socket, release) })
+}
+
+/** Once the connection's buffer is below its mark (drained), or the connection is gone. */
+function whenWritable (socket: Socket, then: () => void): void {
+  if (!socket.writableNeedDrain || socket.destroyed) return then()
+  const go = () => {
+    socket.off('drain', go)
+    socket.off('close', go)
+    then()
+  }
+  socket.on('drain', go)
+  socket.on('close', go)
 }
 
 /** Node ends the connection when it has written an answer that closes it. */
