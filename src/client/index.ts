@@ -55,8 +55,15 @@ export interface PetStoreClientOptions {
   baseUrl: string
   /** An API key made by `petstore keys create`. */
   apiKey: string
-  /** Another fetch, e.g. one with a proxy or a timeout. */
+  /** Another fetch, e.g. one with a proxy. */
   fetch?: (request: Request) => Promise<Response>
+  /**
+   * The longest wait for an answer's head, in milliseconds (default 30,000; 0: none): past it the
+   * call throws a `TimeoutError` (a DOMException), where a server that takes the connection and never
+   * answers held it five minutes (undici's own bound). A body is read without it, so that a stream
+   * (`parseAs: 'stream'`) is not cut: bound that with the call's own `signal`.
+   */
+  timeoutMs?: number
   /**
    * How int64 fields are read: `number` (the default; exact up to 2^53 - 1) or `bigint` (exact over the
    * whole int64 range: bodies are parsed and written with a lossless JSON parser).
@@ -75,14 +82,27 @@ export interface PetStoreClientOptions {
 export function createClient (options: PetStoreClientOptions & { int64: 'bigint' }): ExactPetStoreClient
 export function createClient (options: PetStoreClientOptions & { int64?: 'number' }): PetStoreClient
 export function createClient (options: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient
-export function createClient ({ baseUrl, apiKey, fetch, int64 = 'number' }: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient {
+export function createClient ({ baseUrl, apiKey, fetch = globalThis.fetch, timeoutMs = 30_000, int64 = 'number' }: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient {
   const client = createFetchClient<paths>({
     baseUrl,
     headers: { authorization: `Bearer ${apiKey}` },
-    ...(fetch === undefined ? {} : { fetch }),
+    fetch: timeoutMs === 0 ? fetch : withHeadDeadline(fetch, timeoutMs),
     ...(int64 === 'bigint' ? { bodySerializer: (body: unknown) => stringifyExact(body) } : {})
   })
   return int64 === 'bigint' ? readingExactly(client) : client
+}
+
+/** `fetch`, refused with a TimeoutError when the answer's head takes longer than `timeoutMs`. */
+function withHeadDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs: number): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const deadline = new AbortController()
+    const timer = setTimeout(() => { deadline.abort(new DOMException(`No answer within ${timeoutMs} ms (timeoutMs)`, 'TimeoutError')) }, timeoutMs)
+    try {
+      return await fetch(new Request(request, { signal: AbortSignal.any([request.signal, deadline.signal]) }))
+    } finally {
+      clearTimeout(timer)
+    }
+  }
 }
 
 const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const

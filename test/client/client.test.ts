@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { CLIENT_TYPES_FILE, renderClientTypes } from '../../scripts/generate-client-types.js'
@@ -30,6 +33,22 @@ test('nextCursor refuses a page paged by `after` (listEvents) rather than end th
   assert.throws(() => nextCursor(eventsPage), /pages by `after`: read after the last event's id/)
   assert.equal(nextCursor(new Response('[]', { headers: { link: '</v1/pets?limit=2&cursor=AQEA>; rel="next"' } })), 'AQEA')
   assert.equal(nextCursor(new Response('[]')), undefined)
+})
+
+test('a call to a server that takes the connection and never answers throws a TimeoutError past timeoutMs; the caller\'s own signal still aborts it', async (t) => {
+  const silent = createServer(() => {}) // takes every request, answers none
+  silent.listen(0, '127.0.0.1')
+  await once(silent, 'listening')
+  t.after(() => { silent.closeAllConnections(); silent.close() })
+  const baseUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`
+  for (const int64 of ['number', 'bigint'] as const) {
+    const client = createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 200, int64 })
+    const started = performance.now()
+    await assert.rejects(client.POST('/pets', { body: { name: 'Rex', categoryId: 3 } }), { name: 'TimeoutError', message: 'No answer within 200 ms (timeoutMs)' })
+    assert.ok(performance.now() - started < 2000, `${int64}: ${performance.now() - started} ms`)
+  }
+  const patient = createClient({ baseUrl, apiKey: 'ps_x' })
+  await assert.rejects(patient.GET('/pets', { signal: AbortSignal.timeout(100) }), { name: 'TimeoutError' })
 })
 
 forEachStore((store) => {
