@@ -68,6 +68,8 @@ interface VerboseError {
 
 function predicate (error: FastifySchemaValidationError & VerboseError, part: Part): string {
   const { params } = error
+  // A query parameter repeated (`?status=a&status=b`) is read as the list of its values: no parameter takes one.
+  if (part === PARTS.querystring && error.instancePath !== '' && Array.isArray(error.data)) return `is given ${error.data.length} times: give it once`
   switch (error.keyword) {
     case 'required': {
       const present: Record<string, unknown> = error.data !== null && typeof error.data === 'object' ? error.data as Record<string, unknown> : {}

@@ -37,6 +37,8 @@ forEachStore((store) => {
       ['/v1/pets?limit=0', 'Query parameter `limit` must be an integer from 1 to 100'],
       ['/v1/pets?status=lost', 'Query parameter `status` must be one of available, pending, sold'],
       ['/v1/pets?cursor=zzz', 'Query parameter `cursor` is malformed or was issued for another filter'],
+      ['/v1/pets?status=available&status=sold', 'Query parameter `status` is given 2 times: give it once'],
+      ['/v1/pets?limit=1&limit=2&limit=3', 'Query parameter `limit` is given 3 times: give it once'],
       ['/v1/pets/abc', 'Path parameter `petId` must be an integer from 1 to 9223372036854775807']
     ]
     for (const [url, message] of cases) assert.equal(errorOf(await testApp.app.inject({ url: url!, headers: testApp.auth })).message, message, url)
