@@ -7,3 +7,10 @@ const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu
 export function printable (text: string): string {
   return text.replace(UNPRINTABLE, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
+
+/** `text` cut to at most `length` UTF-16 units and an ellipsis, never between the two of one character. */
+export function cut (text: string, length: number): string {
+  if (text.length <= length) return text
+  const end = /[\ud800-\udbff]/.test(text[length - 1]!) ? length - 1 : length
+  return `${text.slice(0, end)}…`
+}

@@ -5,9 +5,13 @@ import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
-import { printable } from '../printable.js'
+import { cut, printable } from '../printable.js'
 import { parseExactNumber } from '../validation/exact-number.js'
 import { JsonSyntaxError, readJsonTokens } from '../validation/json-tokens.js'
+import { withoutSecrets } from '../without-secrets.js'
+
+// What a 415 quotes of the header at fault, at most (UTF-16 units).
+const MAX_ECHOED_HEADER = 100
 
 const POISONING = { protoAction: 'error', constructorAction: 'error' } as const
 // A member named twice counts once, the last, as JSON.parse reads it (lossless-json would refuse the text).
@@ -77,7 +81,8 @@ const FORM = 'application/x-www-form-urlencoded'
 
 /** The 415 for a body sent as `contentType` (undefined: none given), naming what was received and what to send. */
 export function unsupportedMediaType (contentType: string | undefined): ApiError {
-  const received = contentType === undefined ? 'The body has no Content-Type' : `Content-Type ${printable(contentType)} is not accepted`
+  // Cut (after any key in it is redacted, or part of one would be left): a header may be 16 KiB, none of which needs sending back.
+  const received = contentType === undefined ? 'The body has no Content-Type' : `Content-Type ${printable(cut(withoutSecrets(contentType), MAX_ECHOED_HEADER))} is not accepted`
   const hint = contentType?.toLowerCase().startsWith(FORM) === true ? " (curl -d sends a form unless given -H 'Content-Type: application/json')" : ''
   return new ApiError(415, 'unsupported_media_type', `${received}; send the body as application/json in UTF-8${hint}`)
 }
@@ -88,7 +93,7 @@ export function unsupportedMediaType (contentType: string | undefined): ApiError
  * taken (RFC 7694).
  */
 function unsupportedContentCoding (coding: string): ApiError {
-  return new ApiError(415, 'unsupported_media_type', `Content-Encoding ${printable(coding)} is not accepted; send the body as it is, without a content coding`, {
+  return new ApiError(415, 'unsupported_media_type', `Content-Encoding ${printable(cut(withoutSecrets(coding), MAX_ECHOED_HEADER))} is not accepted; send the body as it is, without a content coding`, {
     headers: { 'accept-encoding': 'identity' }
   })
 }

@@ -1,5 +1,5 @@
 import type { FastifySchemaValidationError } from 'fastify'
-import { printable } from '../printable.js'
+import { cut, printable } from '../printable.js'
 import { withoutSecrets } from '../without-secrets.js'
 
 // A name is cut to this, after any key or secret in it is redacted (cut first, part of one would be left).
@@ -114,13 +114,6 @@ function counted (limit: unknown, one: string, many: string): string {
 
 function capitalized (text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1)
-}
-
-/** `text` cut to at most `length` UTF-16 units and an ellipsis, never between the two of one character. */
-function cut (text: string, length: number): string {
-  if (text.length <= length) return text
-  const end = /[\ud800-\udbff]/.test(text[length - 1]!) ? length - 1 : length
-  return `${text.slice(0, end)}…`
 }
 
 function quote (name: string): string {

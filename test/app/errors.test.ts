@@ -215,7 +215,7 @@ test('Expect: 100-continue is answered 100 Continue only when the body is to be 
   pipelined.socket.destroy()
 })
 
-test('a name or header value quoted in an error message has its control characters as \\u escapes: a client that prints the message to a terminal does not run them', async (t) => {
+test('a name or header value quoted in an error message has its control characters as \\u escapes (a client that prints the message to a terminal does not run them), and is cut short', async (t) => {
   const testApp = await build(t)
   const query = await testApp.app.inject({ url: '/v1/pets?secret%00%1b%5B2J=1', headers: testApp.auth })
   assert.equal(errorOf(query).message, 'The query string has an unknown query parameter `secret\\u0000\\u001b[2J`')
@@ -227,6 +227,10 @@ test('a name or header value quoted in an error message has its control characte
   assert.equal(errorOf(codings).message, 'Content-Encoding gzip\\u0009x is not accepted; send the body as it is, without a content coding')
   const type = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'text/plain\t\u009b2J' }, payload: body })
   assert.match(errorOf(type).message, /^Content-Type text\/plain\\u0009\\u009b2J is not accepted; /)
+  // A header of kilobytes is quoted cut short: a 415 has no need of it whole.
+  const huge = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': `text/plain; x=${'y'.repeat(10_000)}` }, payload: body })
+  assert.equal(huge.statusCode, 415)
+  assert.match(errorOf(huge).message, /^Content-Type text\/plain; x=y{86}… is not accepted; /)
 })
 
 test('every operation refuses a query parameter it does not declare, as the lists do: a create sent as a "dry run" creates nothing', async (t) => {
