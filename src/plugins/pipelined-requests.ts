@@ -15,16 +15,20 @@ const lastBarrier = new WeakMap<Socket, ServerResponse>()
 
 /**
  * Of the requests pipelined behind an unfinished answer, every PIPELINE_DEPTH-th is one the requests
- * after it wait for, as for a request that changes something: at most so many are worked on together.
- * Node hands over every request of what it reads at once (64 KiB, a thousand small ones), and their
- * answers waited in memory for a client that does not read them: a file each held open (two
- * connections asking for the docs page's script held 2,000 descriptors), or a copy of a large body.
+ * after it wait for, as for a request that changes something: the one being answered and at most so
+ * many behind it are worked on together. Node hands over every request of what it reads at once
+ * (64 KiB, a thousand small ones), and their answers waited in memory for a client that does not read
+ * them: a file each held open (two connections asking for the docs page's script held 2,000
+ * descriptors), or a copy of a large body.
  */
 const PIPELINE_DEPTH = 8
 // How many requests each connection has had pipelined behind an unfinished answer.
 const pipelined = new WeakMap<Socket, number>()
 // The requests waiting for each answer that others wait for (see afterAnswer).
 const waiting = new WeakMap<ServerResponse, Array<() => void>>()
+// What waits on each connection, released should it close: Node then emits nothing on the answers
+// queued behind the one it was writing, which would be waited for forever.
+const releasedOnClose = new WeakMap<Socket, Set<() => void>>()
 
 /**
  * A request pipelined on a connection after one that changes something (any method but GET, HEAD and
@@ -39,7 +43,7 @@ const waiting = new WeakMap<ServerResponse, Array<() => void>>()
  * size kept the connection (past the 16 KiB a body may have), and one that never ended drew a 408
  * after the answer, a second answer to one request. On the path of every request, so without a
  * listener or a closure unless a request has to wait: a lookup, and for an unsafe request or one with
- * a body a write.
+ * a body a write (and for one queued behind an unfinished answer, a count: see PIPELINE_DEPTH).
  */
 export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
@@ -48,7 +52,7 @@ export default fp(async (app) => {
     const withBody = announcesBody(request.raw)
     // Node reads what follows a request asking to upgrade the connection as the new protocol's, and,
     // serving no other, drops it: a request pipelined after it would never be answered.
-    if ((withBody && BODILESS_METHODS.has(request.method)) || request.headers.upgrade !== undefined) reply.header('connection', 'close')
+    if ((withBody && BODILESS_METHODS.has(request.method)) || request.raw.headers.upgrade !== undefined) reply.header('connection', 'close')
     if (!SAFE_METHODS.has(request.method) || withBody || (reply.raw.socket === null && deepInPipeline(socket))) lastBarrier.set(socket, reply.raw)
     if (before === undefined) {
       done()
@@ -85,6 +89,7 @@ function deepInPipeline (socket: Socket): boolean {
  * Node warns past 10 on one emitter.
  */
 function afterAnswer (answer: ServerResponse, socket: Socket, then: () => void): void {
+  if (socket.destroyed) return then()
   const queue = waiting.get(answer)
   if (queue !== undefined) {
     queue.push(then)
@@ -92,24 +97,33 @@ function afterAnswer (answer: ServerResponse, socket: Socket, then: () => void):
   }
   const waiters = [then]
   waiting.set(answer, waiters)
+  const onClose = pendingOn(socket)
+  let released = false
   const release = () => {
+    if (released) return
+    released = true
     waiting.delete(answer)
+    onClose.delete(release)
     for (const go of waiters) go()
   }
-  if (answer.writableFinished || answer.destroyed) whenWritable(socket, release)
-  else answer.once('close', () => { whenWritable(socket, release) })
+  onClose.add(release)
+  const whenWritable = () => {
+    if (socket.writableNeedDrain) socket.once('drain', release)
+    else release()
+  }
+  if (answer.writableFinished || answer.destroyed) whenWritable()
+  else answer.once('close', whenWritable)
 }
 
-/** Once the connection's buffer is below its mark (drained), or the connection is gone. */
-function whenWritable (socket: Socket, then: () => void): void {
-  if (!socket.writableNeedDrain || socket.destroyed) return then()
-  const go = () => {
-    socket.off('drain', go)
-    socket.off('close', go)
-    then()
+/** The releases of what waits on `socket`: all run should it close, with one listener. */
+function pendingOn (socket: Socket): Set<() => void> {
+  let releases = releasedOnClose.get(socket)
+  if (releases === undefined) {
+    const onClose = releases = new Set()
+    releasedOnClose.set(socket, onClose)
+    socket.once('close', () => { for (const release of onClose) release() })
   }
-  socket.on('drain', go)
-  socket.on('close', go)
+  return releases
 }
 
 /** Node ends the connection when it has written an answer that closes it. */
