@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto'
 import { caseFold } from 'unicode-case-folding'
 
 /**
- * A key this long or longer (a name with kilobytes of whitespace around it, which names may have:
- * they are stored as sent) is kept as its digest: PostgreSQL's unique index refuses an entry past
- * 2,704 bytes. 1 KiB holds any name's 100 characters, folded, with room to spare.
+ * A key longer than this (a name with kilobytes of whitespace around it, which names may have: they
+ * are stored as sent) is kept as its digest: PostgreSQL's unique index refuses an entry past 2,704
+ * bytes. 1 KiB holds the 100 characters of almost any name, folded (a character may fold to 12 bytes).
  */
-const LONGEST_KEY_BYTES = 1024
+export const LONGEST_KEY_BYTES = 1024
 /** How a digest key starts; a folded name that starts so is kept as its digest too, so that no name's key is another's digest. */
-const DIGEST_PREFIX = 'sha256:'
+export const DIGEST_PREFIX = 'sha256:'
 
 /**
  * What makes two category names the same: equal after Unicode NFC and full case folding (CaseFolding.txt,
