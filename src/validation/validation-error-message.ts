@@ -63,13 +63,15 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
 /** What Ajv's `verbose` option adds to an error: the failing keyword's schema value and the data. */
 interface VerboseError {
   schema?: unknown
+  parentSchema?: { type?: unknown }
   data?: unknown
 }
 
 function predicate (error: FastifySchemaValidationError & VerboseError, part: Part): string {
   const { params } = error
-  // A query parameter repeated (`?status=a&status=b`) is read as the list of its values: no parameter takes one.
-  if (part === PARTS.querystring && error.instancePath !== '' && Array.isArray(error.data)) return `is given ${error.data.length} times: give it once`
+  // A query parameter repeated (`?status=a&status=b`) is read as the list of its values, which only
+  // some take (listEvents' `type`).
+  if (part === PARTS.querystring && Array.isArray(error.data) && error.parentSchema?.type !== 'array') return `is given ${error.data.length} times: give it once`
   switch (error.keyword) {
     case 'required': {
       const present: Record<string, unknown> = error.data !== null && typeof error.data === 'object' ? error.data as Record<string, unknown> : {}

@@ -5,6 +5,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { test } from 'node:test'
+import { EVENT_TYPES } from '../../src/events/event.schemas.js'
 import { build, closesWithin, errorOf, exchange, forEachStore, openRawConnection, tempDir, untilReceived, type TestApp } from '../helper.js'
 import { startServer } from '../process.js'
 
@@ -39,6 +40,8 @@ forEachStore((store) => {
       ['/v1/pets?cursor=zzz', 'Query parameter `cursor` is malformed or was issued for another filter'],
       ['/v1/pets?status=available&status=sold', 'Query parameter `status` is given 2 times: give it once'],
       ['/v1/pets?limit=1&limit=2&limit=3', 'Query parameter `limit` is given 3 times: give it once'],
+      // listEvents' `type` is one that takes a list.
+      [`/v1/events?${[...EVENT_TYPES, EVENT_TYPES[0]].map((type) => `type=${type}`).join('&')}`, `Query parameter \`type\` must list at most ${EVENT_TYPES.length} items`],
       ['/v1/pets/abc', 'Path parameter `petId` must be an integer from 1 to 9223372036854775807']
     ]
     for (const [url, message] of cases) assert.equal(errorOf(await testApp.app.inject({ url: url!, headers: testApp.auth })).message, message, url)
