@@ -72,14 +72,15 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
 }
 
 /**
- * Refuses a PostgreSQL database whose encoding is not UTF-8 (LATIN1, say), before anything is
+ * Refuses a PostgreSQL database whose encoding cannot hold UTF-8 (LATIN1, say), before anything is
  * migrated: names in any language could not be stored, and the first key's hint, with its `…`,
- * failed the start after every migration had been applied.
+ * failed the start after every migration had been applied. SQL_ASCII (what initdb makes under the C
+ * locale) keeps the bytes it is sent, the service's UTF-8, as it has served since the start.
  */
 async function refuseOtherEncodings (db: Db): Promise<void> {
   const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db)
   const encoding = rows[0]!.encoding
-  if (encoding === 'UTF8') return
+  if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return
   throw new ConfigError(`The PostgreSQL database is encoded in ${encoding}, and the service stores text as UTF-8: ` +
     'point DATABASE_URL at a database created with UTF-8 (createdb -E UTF8 -T template0 NAME)')
 }

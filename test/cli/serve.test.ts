@@ -337,7 +337,7 @@ test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer a
 })
 
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
-  test('a PostgreSQL database not encoded in UTF-8 is refused, naming its encoding, before anything is migrated, from serve and the CLI alike', async (t) => {
+  test('a PostgreSQL database whose encoding cannot hold UTF-8 is refused, naming it, before anything is migrated, from serve and the CLI alike', async (t) => {
     const url = new URL(await store.databaseUrl(t))
     const admin = new pg.Client({ connectionString: url.toString() })
     await admin.connect()
@@ -355,5 +355,12 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     await latin1.connect()
     defer(t, () => latin1.end())
     assert.equal((await latin1.query("select count(*)::int as tables from information_schema.tables where table_schema = 'public'")).rows[0].tables, 0)
+    // SQL_ASCII (initdb's under the C locale) keeps the bytes it is sent: served, as it always was.
+    url.pathname = `/${name}_ascii`
+    await admin.query(`create database ${name}_ascii encoding 'SQL_ASCII' template template0 lc_collate 'C' lc_ctype 'C'`)
+    defer(t, () => admin.query(`drop database if exists ${name}_ascii with (force)`))
+    const created = await runCli(['keys', 'create', '--name', 'Café'], { DATABASE_URL: url.toString() })
+    assert.equal(created.code, 0, created.stderr)
+    assert.match((await runCli(['keys', 'list'], { DATABASE_URL: url.toString() })).stdout, /Café/)
   })
 }
