@@ -226,3 +226,34 @@ test('petstore serve with METRICS_PORT serves /metrics on that port and METRICS_
   assert.match(text, /^process_cpu_user_seconds_total \d/m, 'the process metrics, added where metrics are served')
   assert.equal(await server.stop(), 0)
 })
+
+test('the metrics listener takes one request at a time on a connection: one pipelined behind another is refused (400), closing the connection, so that a flood of them costs nothing', async (t) => {
+  const server = createMetricsServer(createMetrics().registry).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const { socket, received } = connectRaw((server.address() as AddressInfo).port)
+  socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(1000))
+  assert.ok(await closesWithin(socket, 5000), 'the connection stayed open')
+  const answers = received().split(/(?=HTTP\/1\.1 \d{3} )/)
+  assert.deepEqual(answers.map((answer) => answer.slice(0, 12)), ['HTTP/1.1 200', 'HTTP/1.1 400'])
+  assert.ok(answers[1]!.endsWith(JSON.stringify({ code: 'bad_request', message: 'The metrics listener takes one request at a time on a connection: send the next once the answer before it has come', status: 400 })), answers[1])
+})
+
+test('scrapes at the same moment share one collection of the metrics', async (t) => {
+  let collections = 0
+  const slow = {
+    contentType: 'text/plain; version=0.0.4; charset=utf-8',
+    metrics: async () => {
+      collections++
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      return `collection ${collections}\n`
+    }
+  }
+  const server = createMetricsServer(slow).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`
+  const bodies = await Promise.all(Array.from({ length: 10 }, async () => await (await fetch(url)).text()))
+  assert.deepEqual(bodies, Array(10).fill('collection 1\n'))
+  assert.equal(await (await fetch(url)).text(), 'collection 2\n', 'a later scrape collects again')
+})
