@@ -13,7 +13,7 @@ import { ConfigError, loadConfig } from '../config.js'
 import { migrateToLatest, newerMigrationsMessage } from '../db/migrate.js'
 import { printable } from '../printable.js'
 import { INT64_MAX } from '../validation/int64.js'
-import { openStore, storeOptionsFrom } from '../store/open-store.js'
+import { openStore, sqliteStoreFiles, storeOptionsFrom } from '../store/open-store.js'
 import type { Store } from '../store/store.js'
 import { VERSION } from '../version.js'
 import { printProcessWarnings } from '../process-warnings.js'
@@ -215,7 +215,8 @@ a name,categoryId[,status] header.`)
       const stopImport = () => { (stop.signal.aborted ? stopNow : stop).abort() }
       for (const signal of STOP_SIGNALS) process.on(signal, stopImport)
       try {
-        if (!await runPetsImport(withStore, file, options, stop.signal, stopNow.signal)) process.exitCode = EXIT_FAILURE
+        const storeFiles = sqliteStoreFiles(loadConfig().DATABASE_URL)
+        if (!await runPetsImport(withStore, file, { ...options, storeFiles }, stop.signal, stopNow.signal)) process.exitCode = EXIT_FAILURE
         // Stopped, what the import may have left under way (the batch, a pipe's copy) ends with the process.
         if (stop.signal.aborted) process.exit()
       } finally {

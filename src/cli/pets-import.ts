@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import { constants, createWriteStream, mkdtempSync, open as openDescriptor, rmSync } from 'node:fs'
 import { open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { Socket } from 'node:net'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -19,6 +19,8 @@ export interface PetsImportOptions {
   dryRun: boolean
   /** Where to write every rejected row, with its position and reason. */
   errors?: string
+  /** The store's own files (see sqliteStoreFiles), which `errors` may not name. */
+  storeFiles?: string[]
 }
 
 /** Thrown for a file that cannot be imported at all; the CLI prints it as one line and exits 2. */
@@ -74,7 +76,7 @@ function stoppedBeforeImport (): false {
 async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) => Promise<T>, file: string, input: FileHandle, format: ImportFormat,
   { rows: total, csvHeader, state }: { rows: number, csvHeader?: string[], state: FileState }, options: PetsImportOptions, signal?: AbortSignal, stopNow?: AbortSignal): Promise<boolean> {
   // Opened before the import, so that a path that cannot be written stops it before anything is stored.
-  const errorsHandle = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file)
+  const errorsHandle = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file, options.storeFiles ?? [])
   try {
     const errorsFile = errorsHandle === undefined ? undefined : new RejectedRowsFile(errorsHandle, format, csvHeader)
     await errorsFile?.start()
@@ -219,8 +221,14 @@ async function usable<T> (file: string, reading: Promise<T>): Promise<T> {
 }
 
 /** Opens --errors FILE for writing, emptied; never the file being imported, which that would empty. */
-async function openErrorsFile (path: string, imported: string): Promise<FileHandle> {
+async function openErrorsFile (path: string, imported: string, storeFiles: string[]): Promise<FileHandle> {
   if (await isSameFile(path, imported)) throw new ImportUsageError(`--errors names the file being imported (${imported}); name another file`)
+  // Emptied as it is opened: the store's file (or its log, one that does not exist yet included) would be lost.
+  for (const storeFile of storeFiles) {
+    if (resolve(path) === resolve(storeFile) || await isSameFile(path, storeFile)) {
+      throw new ImportUsageError(`--errors names a file of the store (${storeFile}): writing it would destroy the store; name another file`)
+    }
+  }
   try {
     return await open(path, 'w')
   } catch (error) {

@@ -35,6 +35,13 @@ export function storeOptionsFrom (config: Config): Required<Pick<StoreOptions, '
 
 const DEFAULTS = storeOptionsFrom(loadConfig({}))
 
+/** The files of the SQLite store that `databaseUrl` names, with those SQLite keeps beside it; none for PostgreSQL or `sqlite::memory:`. */
+export function sqliteStoreFiles (databaseUrl: string): string[] {
+  if (!databaseUrl.startsWith(SQLITE_PREFIX) || databaseUrl === 'sqlite::memory:') return []
+  const path = databaseUrl.slice(SQLITE_PREFIX.length)
+  return [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]
+}
+
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
   const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, checkpointStartDelayMs, clock = systemClock, log = SILENT } = options

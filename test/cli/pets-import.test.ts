@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
+import SqliteDatabase from 'better-sqlite3'
 import { parse as parseCsv } from 'csv-parse/sync'
 import { sql } from 'kysely'
 import { runPetsImport } from '../../src/cli/pets-import.js'
@@ -272,6 +273,24 @@ test('--errors naming the file being imported is refused before anything is writ
     assert.match(result.stderr, /--errors names the file being imported/)
     assert.equal(readFileSync(pets, 'utf8'), text)
   }
+})
+
+test('--errors naming a file of the SQLite store, or its write-ahead log, is refused before anything is written: the store keeps every pet', async (t) => {
+  const dir = tempDir(t)
+  const store = join(dir, 'petstore.db')
+  const env = { DATABASE_URL: `sqlite:${store}` }
+  const pets = join(dir, 'pets.json')
+  writeFileSync(pets, '[{"name":"Rex","categoryId":1}]')
+  assert.equal((await runCli(['pets', 'import', pets], env)).code, 0)
+  writeFileSync(pets, '[{"name":"","categoryId":1}]')
+  for (const errors of [store, join(dir, '.', 'petstore.db'), `${store}-wal`, `${store}-shm`]) {
+    const result = await runCli(['pets', 'import', pets, '--errors', errors], env)
+    assert.equal(result.code, 2, result.stderr)
+    assert.match(result.stderr, /^petstore: --errors names a file of the store \(.*petstore\.db(-wal|-shm)?\): writing it would destroy the store; name another file$/m)
+  }
+  const opened = new SqliteDatabase(store, { readonly: true })
+  t.after(() => opened.close())
+  assert.deepEqual(opened.prepare('select name from pets').all(), [{ name: 'Rex' }])
 })
 
 test('a JSON file that starts with a UTF-8 byte order mark is read as without it', async (t) => {
