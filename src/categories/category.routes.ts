@@ -8,6 +8,7 @@ import { responseHeaders } from '../openapi/response-headers.js'
 import type { CursorCodec } from '../pagination/cursor.js'
 import { nextPageLink } from '../pagination/next-page-link.js'
 import { afterIdOfCursor, DEFAULT_PAGE_LIMIT, PAGE_LIMIT_INVALID } from '../pagination/page-query.js'
+import { cut } from '../printable.js'
 import { sendStoredAnswer } from '../send-json.js'
 import { createCategory, findCategoryById, findCategoryPage } from './category.repository.js'
 import { Category, CategoryIdParams, CategoryList, ListCategoriesQuery, NewCategory } from './category.schemas.js'
@@ -32,8 +33,11 @@ const CATEGORY_EXISTS = {
 const CATEGORY_ID_INVALID = errorExample(400, 'Path parameter `categoryId` must be an integer from 1 to 9223372036854775807')
 const CATEGORY_NOT_FOUND = errorExample(404, 'No category with id 3')
 
+// What the 409 quotes of the name, at most (UTF-16 units): any name's 100 characters, not the kilobytes of whitespace that may pad it.
+const MAX_QUOTED_NAME = 200
+
 function categoryExists ({ id, name }: Category): ApiError {
-  return new ApiError(409, 'category_exists', `A category named ${JSON.stringify(name)} exists already (id ${id}); names are compared without regard to case`)
+  return new ApiError(409, 'category_exists', `A category named ${JSON.stringify(cut(name, MAX_QUOTED_NAME))} exists already (id ${id}); names are compared without regard to case`)
 }
 
 /** Categories (beta): the groups that pets' `categoryId` names, each with a name no other has, whatever its case. */

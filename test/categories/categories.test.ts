@@ -72,6 +72,7 @@ forEachStore((store) => {
     const duplicate = await createCategory(testApp, `DOGS${padding}`)
     assert.equal(duplicate.statusCode, 409, duplicate.body)
     assert.equal(errorOf(duplicate).code, 'category_exists')
+    assert.ok(errorOf(duplicate).message.length < 500, 'the name is quoted cut short, not its kilobytes of whitespace')
     assert.equal((await createCategory(testApp, 'Dogs')).statusCode, 201, 'the name without its padding is another name')
     // A long name's key is its digest: a name spelling that digest is a name of its own.
     const digest = createHash('sha256').update(foldedName(`Dogs${padding}`)).digest('hex')
