@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from 'commander'
 import { DURATION_RULE, defaultExpiry, parseDuration } from '../api-keys/duration.js'
 import { scopeList, UnknownScopeError } from '../api-keys/scopes.js'
+import { hasUnprintable } from '../printable.js'
 
 /** `--scope`, repeatable: each checked as it is read, gathered in order. */
 export function collectScope (scope: string, scopes: string[] = []): string[] {
@@ -16,13 +17,15 @@ export function collectScope (scope: string, scopes: string[] = []): string[] {
 const MAX_KEY_NAME_CHARS = 100
 
 /**
- * `--name`: 1 to 100 characters once trimmed, without control characters, as `keys list` prints it
- * to a terminal: a line break or an escape sequence in a name would forge the table.
+ * `--name`: 1 to 100 characters once trimmed, without control or direction characters, as `keys
+ * list` prints it to a terminal: a line break or an escape sequence in a name would forge the table.
  */
 export function parseKeyName (text: string): string {
   const name = text.trim()
-  if (name === '' || [...name].length > MAX_KEY_NAME_CHARS || /\p{Cc}/u.test(name)) {
-    throw new InvalidArgumentError(`a key name is 1 to ${MAX_KEY_NAME_CHARS} characters, without control characters`)
+  // U+FFFD is what Node makes of bytes that are not UTF-8 in an argument; a direction override (U+202E)
+  // would show the rest of its row in `keys list` reversed.
+  if (name === '' || [...name].length > MAX_KEY_NAME_CHARS || hasUnprintable(name) || name.includes('\ufffd')) {
+    throw new InvalidArgumentError(`a key name is 1 to ${MAX_KEY_NAME_CHARS} characters of UTF-8, without control or direction characters`)
   }
   return name
 }

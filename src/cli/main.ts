@@ -41,6 +41,12 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
   }
 }
 
+/** Refuses a command that stores something (a key, pets) in `sqlite::memory:`, which would reach no service. */
+function refuseThrowAwayStore (): void {
+  if (loadConfig().DATABASE_URL !== 'sqlite::memory:') return
+  throw new ConfigError('DATABASE_URL is sqlite::memory:, a throw-away store of the process that opens it: what this command stored there would reach no service; point DATABASE_URL at the service\'s store')
+}
+
 /** Says, on stderr, that a newer build has migrated the store (see migrateToLatest). */
 function warnOfNewerMigrations (newer: string[]): void {
   if (newer.length > 0) console.error(`petstore: warning: ${newerMigrationsMessage(newer)}`)
@@ -109,6 +115,7 @@ function buildProgram (): Command {
 Without --scope a key holds every scope. Without --expires-in or --expires-at it never expires,
 unless API_KEY_DEFAULT_TTL sets a lifetime.`)
     .action(async ({ name, scope = [], ...lifetime }: { name: string, scope?: string[] } & LifetimeOptions) => {
+      refuseThrowAwayStore()
       const now = Date.now()
       const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
       const { key, hash, hint } = generateApiKey()
@@ -208,6 +215,7 @@ Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected,
 the import was stopped, 2 the file cannot be read, is not UTF-8, or is not a JSON array or CSV with
 a name,categoryId[,status] header.`)
     .action(async (file: string, options: PetsImportOptions) => {
+      if (!options.dryRun) refuseThrowAwayStore()
       // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second
       // one, at once, saying what was stored: the batch under way is rolled back as the process ends.
       const stop = new AbortController()

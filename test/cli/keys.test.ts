@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, openSync } from 'node:fs'
+import { closeSync, openSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
-import { createKey, createTestStore, forEachStore } from '../helper.js'
+import { createKey, createTestStore, forEachStore, tempDir } from '../helper.js'
 import { CLI, runCli } from '../process.js'
 
 forEachStore((store) => {
@@ -104,10 +105,13 @@ forEachStore((store) => {
       [['keys', 'rotate', '0'], /an API key id is a positive integer/],
       [['keys', 'revoke', '000'], /an API key id is a positive integer/],
       // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
-      [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters, without control characters/],
+      [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters of UTF-8, without control or direction characters/],
       [['keys', 'create', '--name', 'x'.repeat(101)], /a key name is 1 to 100 characters/],
-      [['keys', 'create', '--name', 'billing\nservice'], /without control characters/],
-      [['keys', 'create', '--name', 'red \u001b[31mkey'], /without control characters/]
+      [['keys', 'create', '--name', 'billing\nservice'], /without control or direction characters/],
+      [['keys', 'create', '--name', 'red \u001b[31mkey'], /without control or direction characters/],
+      // A direction override shows the rest of the row reversed; U+FFFD stands for bytes that were not UTF-8.
+      [['keys', 'create', '--name', 'admin \u202eyek'], /without control or direction characters/],
+      [['keys', 'create', '--name', 'caf\ufffd'], /characters of UTF-8/]
     ]
     for (const [args, message] of cases) {
       const result = await runCli(args, env)
@@ -172,4 +176,19 @@ test('a key that cannot be printed (stdout on a full disk) is a failure said on 
   const [code] = await once(child, 'exit')
   assert.equal(code, 1)
   assert.match(stderr, /^petstore: the standard output cannot be written \(ENOSPC\): what this command printed is lost .*keys list/)
+})
+
+test('keys create and pets import on sqlite::memory:, a store that reaches no service, are refused (exit 2); an import --dry-run, which stores nothing, runs', async (t) => {
+  const env = { DATABASE_URL: 'sqlite::memory:' }
+  const created = await runCli(['keys', 'create', '--name', 'lost'], env)
+  assert.equal(created.code, 2, created.stdout)
+  assert.match(created.stderr, /^petstore: DATABASE_URL is sqlite::memory:, a throw-away store .*would reach no service/)
+  assert.doesNotMatch(created.stdout, /ps_/)
+  const pets = join(tempDir(t), 'pets.json')
+  writeFileSync(pets, '[{"name":"Rex","categoryId":1}]')
+  const imported = await runCli(['pets', 'import', pets], env)
+  assert.equal(imported.code, 2, imported.stdout)
+  assert.match(imported.stderr, /would reach no service/)
+  const checked = await runCli(['pets', 'import', pets, '--dry-run'], env)
+  assert.equal(checked.code, 0, checked.stderr)
 })
