@@ -4,6 +4,7 @@ import { open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Socket } from 'node:net'
+import { isatty } from 'node:tty'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { promisify } from 'node:util'
@@ -160,7 +161,14 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
   try {
     if (!(await stat(path)).isFIFO()) {
       const handle = await open(path, 'r')
-      if ((await handle.stat()).isFile()) return { handle, close: async () => { await handle.close() } }
+      const stats = await handle.stat()
+      if (stats.isFile()) return { handle, close: async () => { await handle.close() } }
+      // A device that never ends (/dev/zero) was copied until the temporary folder's disk was full.
+      // A terminal is read as a pipe is, to its Ctrl-D.
+      if (stats.isCharacterDevice() && !isatty(handle.fd)) {
+        await handle.close()
+        throw new ImportUsageError(`${path} is a device, not a file of pets: name a file, or a pipe (/dev/stdin)`)
+      }
       source = handle.createReadStream()
     } else {
       // A pipe is opened and read as a socket is, without a thread of libuv's pool blocked in open()
@@ -170,6 +178,7 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
       source = new Socket({ fd: await promisify(openDescriptor)(path, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false })
     }
   } catch (error) {
+    if (error instanceof ImportUsageError) throw error
     throw new ImportUsageError(`cannot read ${path}: ${codeOf(error)}`)
   }
   let folder: string
@@ -187,14 +196,18 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
     removeCopy()
     process.removeListener('exit', removeCopy)
   }
-  const copy = join(folder, 'rows')
+  const copyPath = join(folder, 'rows')
+  const copy = createWriteStream(copyPath)
+  // Which side failed: a write's error (ENOSPC) names no path.
+  let copyFailed = false
+  copy.once('error', () => { copyFailed = true })
   try {
-    await pipeline(source, createWriteStream(copy), { signal })
-    const copyHandle = await open(copy, 'r')
+    await pipeline(source, copy, { signal })
+    const copyHandle = await open(copyPath, 'r')
     return { handle: copyHandle, close: async () => { await copyHandle.close(); forgetCopy() } }
   } catch (error) {
     forgetCopy()
-    if ((error as NodeJS.ErrnoException).path?.startsWith(folder) === true) throw cannotCopy(path, error)
+    if (copyFailed || (error as NodeJS.ErrnoException).path?.startsWith(folder) === true) throw cannotCopy(path, error)
     throw new ImportUsageError(`cannot read ${path}: ${codeOf(error)}`)
   }
 }

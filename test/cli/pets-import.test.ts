@@ -579,6 +579,7 @@ test('a signal while a pipe is copied stops at once, nothing stored, the copy re
   const { dir, fifo, child, printed, copies, copyBegun } = await importFifo(t, databaseUrl)
   // A writer that never ends, as `yes |` or a stalled download: the copy waits for more.
   const writer = createWriteStream(fifo)
+  writer.on('error', () => {}) // EPIPE, once the import has stopped reading
   writer.write('name,categoryId\nRex,1\n')
   await copyBegun()
   child.kill('SIGTERM')
@@ -600,6 +601,31 @@ test('a signal while a pipe is copied stops at once, nothing stored, the copy re
   await assert.rejects(runPetsImport(async (work) => await work((await createTestStore(t)).store), fifo, { batchSize: 500, dryRun: false }),
     /^ImportUsageError: cannot copy .*pets\.csv into the temporary folder .*missing \(TMPDIR\): ENOENT$/)
   await writing
+})
+
+test('a device (/dev/zero, which never ends) is refused at once, not copied until the temporary folder\'s disk is full', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const result = await runCli(['pets', 'import', '/dev/zero', '--format', 'json'], { DATABASE_URL: databaseUrl, TMPDIR: tempDir(t) })
+  assert.equal(result.code, 2, result.stderr)
+  assert.equal(result.stderr, 'petstore: /dev/zero is a device, not a file of pets: name a file, or a pipe (/dev/stdin)\n')
+})
+
+test('a copy that cannot be written (the temporary folder\'s disk full; here a limit on file sizes) is said to fail there, not in reading the file', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const fifo = join(tempDir(t), 'pets.csv')
+  await promisify(execFile)('mkfifo', [fifo])
+  // Past the limit a write fails with EFBIG, the signal it would raise ignored, as one fails with ENOSPC on a full disk.
+  const child = spawn('sh', ['-c', 'trap "" XFSZ; ulimit -f 2048; exec "$@"', 'sh', process.execPath, ...CLI, 'pets', 'import', fifo],
+    { env: { ...process.env, DATABASE_URL: databaseUrl, TMPDIR: tempDir(t) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const writer = createWriteStream(fifo)
+  writer.on('error', () => {}) // the import stops reading before the end
+  writer.end(`name,categoryId\n${'Rex,1\n'.repeat(1_500_000)}`)
+  const [code] = await once(child, 'exit')
+  assert.equal(code, 2, stderr)
+  assert.match(stderr, /^petstore: cannot copy .*pets\.csv into the temporary folder .* \(TMPDIR\): EFBIG$/m)
 })
 
 test('a pipe no writer ever opens waits for one, and a signal stops the import at once: no thread is left blocked in open()', { timeout: 20_000 }, async (t) => {
