@@ -60,8 +60,8 @@ export interface PetStoreClientOptions {
   /**
    * The longest wait for an answer's head, in milliseconds (default 30,000; 0: undici's own bound,
    * five minutes): past it the call throws a `TimeoutError` (a DOMException), where a server that
-   * takes the connection and never answers held it those five minutes. A body is read without it, so that a stream
-   * (`parseAs: 'stream'`) is not cut: bound that with the call's own `signal`.
+   * takes the connection and never answers held it those five minutes. A body is read without it,
+   * so that a stream (`parseAs: 'stream'`) is not cut: bound that with the call's own `signal`.
    */
   timeoutMs?: number
   /**
