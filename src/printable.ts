@@ -3,11 +3,13 @@
 // isolates (a name that shows the rest of its row reversed).
 const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu
 
+// The same, for a test: a global expression's `test` starts where its last match ended.
+const UNPRINTABLE_ONE = new RegExp(UNPRINTABLE.source, 'u')
+
 /** Whether `text` holds such a character. */
 export function hasUnprintable (text: string): boolean {
   return UNPRINTABLE_ONE.test(text)
 }
-const UNPRINTABLE_ONE = new RegExp(UNPRINTABLE.source, 'u')
 
 /** Text from a store, a file or a request, made safe to print to a terminal: those characters as `\u` escapes. */
 export function printable (text: string): string {
