@@ -1,8 +1,8 @@
 import { once } from 'node:events'
 import { constants, createWriteStream, mkdtempSync, open as openDescriptor, rmSync } from 'node:fs'
-import { open, stat, type FileHandle } from 'node:fs/promises'
+import { open, realpath, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { Socket } from 'node:net'
 import { isatty } from 'node:tty'
 import type { Readable } from 'node:stream'
@@ -165,7 +165,7 @@ async function openImportFile (path: string, signal?: AbortSignal): Promise<Impo
       if (stats.isFile()) return { handle, close: async () => { await handle.close() } }
       // A device that never ends (/dev/zero) was copied until the temporary folder's disk was full.
       // A terminal is read as a pipe is, to its Ctrl-D.
-      if (stats.isCharacterDevice() && !isatty(handle.fd)) {
+      if (stats.isBlockDevice() || (stats.isCharacterDevice() && !isatty(handle.fd))) {
         await handle.close()
         throw new ImportUsageError(`${path} is a device, not a file of pets: name a file, or a pipe (/dev/stdin)`)
       }
@@ -237,8 +237,9 @@ async function usable<T> (file: string, reading: Promise<T>): Promise<T> {
 async function openErrorsFile (path: string, imported: string, storeFiles: string[]): Promise<FileHandle> {
   if (await isSameFile(path, imported)) throw new ImportUsageError(`--errors names the file being imported (${imported}); name another file`)
   // Emptied as it is opened: the store's file (or its log, one that does not exist yet included) would be lost.
+  const target = await pathWithLinksFollowed(path)
   for (const storeFile of storeFiles) {
-    if (resolve(path) === resolve(storeFile) || await isSameFile(path, storeFile)) {
+    if (target === storeFile || await isSameFile(path, storeFile)) {
       throw new ImportUsageError(`--errors names a file of the store (${storeFile}): writing it would destroy the store; name another file`)
     }
   }
@@ -246,6 +247,16 @@ async function openErrorsFile (path: string, imported: string, storeFiles: strin
     return await open(path, 'w')
   } catch (error) {
     throw new ImportUsageError(`cannot write ${path}: ${codeOf(error)}`)
+  }
+}
+
+/** `path` made absolute, the links on the way to it followed: its folder's, and its own if it exists. */
+async function pathWithLinksFollowed (path: string): Promise<string> {
+  const absolute = resolve(path)
+  try {
+    return await realpath(absolute)
+  } catch {
+    return await realpath(dirname(absolute)).then((folder) => join(folder, basename(absolute)), () => absolute)
   }
 }
 

@@ -1,3 +1,5 @@
+import { existsSync, realpathSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { systemClock, type Clock } from '../clock.js'
 import { loadConfig, type Config } from '../config.js'
 import type { Deadlines } from './postgres/deadline-pool.js'
@@ -35,11 +37,15 @@ export function storeOptionsFrom (config: Config): Required<Pick<StoreOptions, '
 
 const DEFAULTS = storeOptionsFrom(loadConfig({}))
 
-/** The files of the SQLite store that `databaseUrl` names, with those SQLite keeps beside it; none for PostgreSQL or `sqlite::memory:`. */
+/**
+ * The files of the SQLite store that `databaseUrl` names, with those SQLite keeps beside it (named
+ * after the file its path leads to, links followed); none for PostgreSQL or `sqlite::memory:`.
+ */
 export function sqliteStoreFiles (databaseUrl: string): string[] {
   if (!databaseUrl.startsWith(SQLITE_PREFIX) || databaseUrl === 'sqlite::memory:') return []
   const path = databaseUrl.slice(SQLITE_PREFIX.length)
-  return [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]
+  const paths = new Set([resolve(path), existsSync(path) ? realpathSync(path) : resolve(path)])
+  return [...paths].flatMap((file) => [file, `${file}-wal`, `${file}-shm`, `${file}-journal`])
 }
 
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */

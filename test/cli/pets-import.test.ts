@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { appendFileSync, createWriteStream, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs'
+import { appendFileSync, createWriteStream, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -287,6 +287,14 @@ test('--errors naming a file of the SQLite store, or its write-ahead log, is ref
     const result = await runCli(['pets', 'import', pets, '--errors', errors], env)
     assert.equal(result.code, 2, result.stderr)
     assert.match(result.stderr, /^petstore: --errors names a file of the store \(.*petstore\.db(-wal|-shm)?\): writing it would destroy the store; name another file$/m)
+  }
+  // A store named by a link: SQLite names its log after the file the link leads to.
+  const link = join(dir, 'link.db')
+  symlinkSync(store, link)
+  for (const errors of [`${store}-wal`, join(dir, 'link.db')]) {
+    const result = await runCli(['pets', 'import', pets, '--errors', errors], { DATABASE_URL: `sqlite:${link}` })
+    assert.equal(result.code, 2, result.stderr)
+    assert.match(result.stderr, /--errors names a file of the store/)
   }
   const opened = new SqliteDatabase(store, { readonly: true })
   t.after(() => opened.close())
