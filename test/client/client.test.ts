@@ -52,6 +52,10 @@ test('a call to a server that takes the connection and never answers throws a Ti
   }
   const patient = createClient({ baseUrl, apiKey: 'ps_x' })
   await assert.rejects(patient.GET('/pets', { signal: AbortSignal.timeout(100) }), { name: 'TimeoutError' })
+  // Past what a timer takes, as none: setTimeout fired such a deadline at once.
+  const unbounded = createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: Infinity })
+  await assert.rejects(unbounded.GET('/pets', { signal: AbortSignal.timeout(300) }), { name: 'TimeoutError', message: /operation was aborted due to timeout/ })
+  for (const timeoutMs of [-5, Number.NaN]) assert.throws(() => createClient({ baseUrl, apiKey: 'ps_x', timeoutMs }), RangeError)
 })
 
 forEachStore((store) => {
