@@ -77,10 +77,18 @@ export const METRICS_LISTENER_LIMITS: MetricsListenerLimits = { maxConnections: 
  * Node answers before a request exists (malformed HTTP, CONNECT) has the Error body, as on the API's port.
  */
 export function createMetricsServer (registry: MetricsSource, limits: MetricsListenerLimits = METRICS_LISTENER_LIMITS): Server {
-  // Scrapes at the same moment share one collection: each cost a store query and 22 KB of text, and
-  // many at once (a flood of them) held the event loop from the API for minutes.
+  // Scrapes that come while a collection is under way share the next one, begun once it ends (so that
+  // each counts what was done before it came): each collection cost a store query and 22 KB of text,
+  // and many at once (a flood of them) held the event loop from the API for minutes.
   let collecting: Promise<string> | undefined
-  const collect = () => (collecting ??= registry.metrics().finally(() => { collecting = undefined }))
+  let next: Promise<string> | undefined
+  const collect = (): Promise<string> => {
+    if (collecting === undefined) return (collecting = registry.metrics().finally(() => { collecting = undefined }))
+    return (next ??= collecting.then(() => {}, () => {}).then(() => {
+      next = undefined
+      return collect()
+    }))
+  }
   const server = createServer({
     // A request without Host is refused below, in the Error shape, as on the API's port.
     requireHostHeader: false,

@@ -239,21 +239,28 @@ test('the metrics listener takes one request at a time on a connection: one pipe
   assert.ok(answers[1]!.endsWith(JSON.stringify({ code: 'bad_request', message: 'The metrics listener takes one request at a time on a connection: send the next once the answer before it has come', status: 400 })), answers[1])
 })
 
-test('scrapes at the same moment share one collection of the metrics', async (t) => {
+test('scrapes that come while a collection is under way share the next one, begun once it ends: one collection at a time, none older than its scrape', async (t) => {
   let collections = 0
+  let under = 0
   const slow = {
     contentType: 'text/plain; version=0.0.4; charset=utf-8',
     metrics: async () => {
-      collections++
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      return `collection ${collections}\n`
+      assert.equal(under++, 0, 'one collection at a time')
+      const number = ++collections
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      under--
+      return `collection ${number}\n`
     }
   }
   const server = createMetricsServer(slow).listen(0, '127.0.0.1')
   defer(t, () => server.close())
   await once(server, 'listening')
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`
-  const bodies = await Promise.all(Array.from({ length: 10 }, async () => await (await fetch(url)).text()))
-  assert.deepEqual(bodies, Array(10).fill('collection 1\n'))
-  assert.equal(await (await fetch(url)).text(), 'collection 2\n', 'a later scrape collects again')
+  const first = fetch(url).then(async (response) => await response.text())
+  while (collections === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+  // These come during the first: they share the second, which counts what came before them.
+  const during = await Promise.all(Array.from({ length: 9 }, async () => await (await fetch(url)).text()))
+  assert.equal(await first, 'collection 1\n')
+  assert.deepEqual(during, Array(9).fill('collection 2\n'))
+  assert.equal(await (await fetch(url)).text(), 'collection 3\n', 'a later scrape collects again')
 })
