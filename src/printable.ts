@@ -1,7 +1,7 @@
 // What changes how a terminal shows the rest of a line: C0 and C1 controls (line breaks, escape
-// sequences), the line and paragraph separators, and the bidirectional embeddings, overrides and
-// isolates (a name that shows the rest of its row reversed).
-const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu
+// sequences), the line and paragraph separators, and the bidirectional marks, embeddings, overrides
+// and isolates (a name that shows the rest of its row reversed).
+const UNPRINTABLE = /[\p{Cc}\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu
 
 // The same, for a test: a global expression's `test` starts where its last match ended.
 const UNPRINTABLE_ONE = new RegExp(UNPRINTABLE.source, 'u')

@@ -111,6 +111,7 @@ forEachStore((store) => {
       [['keys', 'create', '--name', 'red \u001b[31mkey'], /without control or direction characters/],
       // A direction override shows the rest of the row reversed; U+FFFD stands for bytes that were not UTF-8.
       [['keys', 'create', '--name', 'admin \u202eyek'], /without control or direction characters/],
+      [['keys', 'create', '--name', 'admin \u200f1'], /without control or direction characters/],
       [['keys', 'create', '--name', 'caf\ufffd'], /characters of UTF-8/]
     ]
     for (const [args, message] of cases) {
