@@ -26,8 +26,8 @@ const PIPELINE_DEPTH = 8
 const pipelined = new WeakMap<Socket, number>()
 // The requests waiting for each answer that others wait for (see afterAnswer).
 const waiting = new WeakMap<ServerResponse, Array<() => void>>()
-// What waits on each connection, released should it close: Node then emits nothing on the answers
-// queued behind the one it was writing, which would be waited for forever.
+// What waits on each connection, released should it close, and the answers queued on it, ended then:
+// Node emits nothing on the answers queued behind the one it was writing, which would wait forever.
 const releasedOnClose = new WeakMap<Socket, Set<() => void>>()
 
 /**
@@ -53,7 +53,10 @@ export default fp(async (app) => {
     // Node reads what follows a request asking to upgrade the connection as the new protocol's, and,
     // serving no other, drops it: a request pipelined after it would never be answered.
     if ((withBody && BODILESS_METHODS.has(request.method)) || request.raw.headers.upgrade !== undefined) reply.header('connection', 'close')
-    if (!SAFE_METHODS.has(request.method) || withBody || (reply.raw.socket === null && deepInPipeline(socket))) lastBarrier.set(socket, reply.raw)
+    // Queued behind an unfinished answer: it has no connection yet.
+    const queued = reply.raw.socket === null
+    if (queued) endedWithConnection(socket, reply.raw)
+    if (!SAFE_METHODS.has(request.method) || withBody || (queued && deepInPipeline(socket))) lastBarrier.set(socket, reply.raw)
     if (before === undefined) {
       done()
     } else if ((before.writableFinished || before.destroyed) && !socket.writableNeedDrain) {
@@ -115,7 +118,25 @@ function afterAnswer (answer: ServerResponse, socket: Socket, then: () => void):
   else answer.once('close', whenWritable)
 }
 
-/** The releases of what waits on `socket`: all run should it close, with one listener. */
+/**
+ * Ends an answer queued behind an unfinished one should its connection close first: Node then emits
+ * nothing on it, and what was being sent in it stayed open (a file: six descriptors held for good by
+ * each connection cut with a pipeline of the docs page's script). 'close' is what it would emit
+ * connected, and what Fastify ends a stream sent in it on.
+ */
+function endedWithConnection (socket: Socket, answer: ServerResponse): void {
+  const onClose = pendingOn(socket)
+  const end = () => {
+    onClose.delete(end)
+    if (answer.writableFinished) return
+    answer.destroy()
+    answer.emit('close')
+  }
+  onClose.add(end)
+  answer.once('finish', () => { onClose.delete(end) })
+}
+
+/** What is to run on `socket`'s close (releases, ends): all of it, with one listener. */
 function pendingOn (socket: Socket): Set<() => void> {
   let releases = releasedOnClose.get(socket)
   if (releases === undefined) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
@@ -120,4 +120,31 @@ test('requests waiting behind others on a connection the client cuts are let go 
   const deadline = Date.now() + 2000
   while (released + refused < entered && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
   assert.equal(released + refused, entered, `${entered} requests: ${released} went on, ${refused} refused`)
+})
+
+test('files sent in answers queued behind others are closed with a connection the client cuts: five such connections leave none open', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` })
+  const port = Number(new URL(server.url).port)
+  const script = 'swagger-ui-bundle.js'
+  const scriptsOpen = () => readdirSync(`/proc/${server.child.pid}/fd`).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/${server.child.pid}/fd/${fd}`).endsWith(script)
+    } catch {
+      return false // closed meanwhile
+    }
+  }).length
+  let most = 0
+  for (let i = 0; i < 5; i++) {
+    const { socket } = connectRaw(port)
+    socket.pause()
+    await once(socket, 'connect')
+    socket.write(`GET /docs/static/${script} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(20))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    most = Math.max(most, scriptsOpen())
+    socket.destroy()
+  }
+  assert.ok(most > 0, 'the files were open while the connections were')
+  const deadline = Date.now() + 3000
+  while (scriptsOpen() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+  assert.equal(scriptsOpen(), 0, 'the script left open')
 })
