@@ -58,10 +58,11 @@ export interface PetStoreClientOptions {
   /** Another fetch, e.g. one with a proxy. */
   fetch?: (request: Request) => Promise<Response>
   /**
-   * The longest wait for an answer's head, in milliseconds (default 30,000; 0: undici's own bound,
-   * five minutes): past it the call throws a `TimeoutError` (a DOMException), where a server that
-   * takes the connection and never answers held it those five minutes. A body is read without it,
-   * so that a stream (`parseAs: 'stream'`) is not cut: bound that with the call's own `signal`.
+   * The longest wait for an answer, its head and body, in milliseconds (default 30,000; 0: undici's
+   * own bounds, five minutes each): past it the call throws a `TimeoutError` (a DOMException), where a
+   * server that takes the connection and never answers, or stalls in the body, held it those five
+   * minutes. The event stream's body is read without it, so that it is not cut: bound that with
+   * the call's own `signal`.
    */
   timeoutMs?: number
   /**
@@ -88,7 +89,7 @@ export function createClient ({ baseUrl, apiKey, fetch = globalThis.fetch, timeo
     baseUrl,
     headers: { authorization: `Bearer ${apiKey}` },
     // Past the longest wait a timer takes (about 24.8 days), setTimeout fires at once: as good as none.
-    fetch: timeoutMs === 0 || timeoutMs > MAX_TIMER_MS ? fetch : withHeadDeadline(fetch, timeoutMs),
+    fetch: timeoutMs === 0 || timeoutMs > MAX_TIMER_MS ? fetch : withDeadline(fetch, timeoutMs),
     ...(int64 === 'bigint' ? { bodySerializer: (body: unknown) => stringifyExact(body) } : {})
   })
   return int64 === 'bigint' ? readingExactly(client) : client
@@ -96,16 +97,33 @@ export function createClient ({ baseUrl, apiKey, fetch = globalThis.fetch, timeo
 
 const MAX_TIMER_MS = 2 ** 31 - 1
 
-/** `fetch`, refused with a TimeoutError when the answer's head takes longer than `timeoutMs`. */
-function withHeadDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs: number): (request: Request) => Promise<Response> {
+/**
+ * `fetch`, refused with a TimeoutError when the answer takes longer than `timeoutMs`: its head, and
+ * its body but for an event stream's, which lasts as long as the reader wants.
+ */
+function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs: number): (request: Request) => Promise<Response> {
   return async (request) => {
     const deadline = new AbortController()
     const timer = setTimeout(() => { deadline.abort(new DOMException(`No answer within ${timeoutMs} ms (timeoutMs)`, 'TimeoutError')) }, timeoutMs)
+    // The connection keeps the process alive while the answer comes; a body left unread (openapi-fetch
+    // reads none with `Content-Length: 0`) must not keep it for the rest of the deadline.
+    timer.unref()
+    let response: Response
     try {
-      return await fetch(new Request(request, { signal: AbortSignal.any([request.signal, deadline.signal]) }))
-    } finally {
+      response = await fetch(new Request(request, { signal: AbortSignal.any([request.signal, deadline.signal]) }))
+    } catch (error) {
       clearTimeout(timer)
+      throw error
     }
+    if (response.body === null || response.headers.get('content-type')?.startsWith('text/event-stream') === true) {
+      clearTimeout(timer)
+      return response
+    }
+    // The deadline's abort errors the body being read; the timer ends with it, read or cancelled.
+    const body = response.body.pipeThrough(new TransformStream({ flush: () => { clearTimeout(timer) } }))
+    const bounded = new Response(body, response)
+    Object.defineProperty(bounded, 'url', { value: response.url })
+    return bounded
   }
 }
 

@@ -58,6 +58,35 @@ test('a call to a server that takes the connection and never answers throws a Ti
   for (const timeoutMs of [-5, Number.NaN]) assert.throws(() => createClient({ baseUrl, apiKey: 'ps_x', timeoutMs }), RangeError)
 })
 
+test('a JSON answer whose body stalls throws a TimeoutError past timeoutMs; an event stream is read past it', async (t) => {
+  const stalling = createServer((request, response) => {
+    if (request.url === '/v1/events/stream') {
+      response.writeHead(200, { 'content-type': 'text/event-stream' })
+      response.write(': heartbeat\n\n')
+      setTimeout(() => { response.end('id: 1\nevent: pet.created\ndata: {}\n\n') }, 400)
+      return
+    }
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.write('[{"id": 1, "na') // and nothing more
+  })
+  stalling.listen(0, '127.0.0.1')
+  await once(stalling, 'listening')
+  t.after(() => { stalling.closeAllConnections(); stalling.close() })
+  const baseUrl = `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/v1`
+  const calls = {
+    number: () => createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 200 }).GET('/pets'),
+    bigint: () => createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 200, int64: 'bigint' }).GET('/pets')
+  }
+  for (const [int64, call] of Object.entries(calls)) {
+    const started = performance.now()
+    await assert.rejects(call(), { name: 'TimeoutError', message: 'No answer within 200 ms (timeoutMs)' })
+    assert.ok(performance.now() - started < 2000, `${int64}: ${performance.now() - started} ms`)
+  }
+  const { data, response } = await createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 200 }).GET('/events/stream', { parseAs: 'stream' })
+  assert.equal(response.status, 200)
+  assert.match(await new Response(data).text(), /^: heartbeat\n\nid: 1\n/, 'the event sent past the deadline is read')
+})
+
 forEachStore((store) => {
   test('the client creates, lists page by page and fetches pets', async (t) => {
     const client = await clientFor(await build(t, { store }))
