@@ -1407,7 +1407,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The `Idempotency-Key` was used before with a different body */
+        /** @description The `Idempotency-Key` was used before with a different body, or for another create */
         UnprocessableContent: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
@@ -1426,7 +1426,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The `Idempotency-Key` was used before with a different body */
+        /** @description The `Idempotency-Key` was used before with a different body, or for another create */
         UnprocessableContentWithStability: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
@@ -1487,12 +1487,9 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A path parameter (an id) is longer than 8,192 characters */
+        /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
         UriTooLong: {
             headers: {
-                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1506,12 +1503,9 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A path parameter (an id) is longer than 8,192 characters */
+        /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
         UriTooLongWithStability: {
             headers: {
-                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -2046,12 +2040,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A path parameter (an id) is longer than 8,192 characters */
+            /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
                 headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2973,12 +2964,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A path parameter (an id) is longer than 8,192 characters */
+            /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
                 headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3487,12 +3475,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A path parameter (an id) is longer than 8,192 characters */
+            /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
                 headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4211,12 +4196,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A path parameter (an id) is longer than 8,192 characters */
+            /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
                 headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4543,12 +4525,9 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A path parameter (an id) is longer than 8,192 characters */
+            /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
                 headers: {
-                    "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;

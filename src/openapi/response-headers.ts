@@ -64,8 +64,8 @@ interface Operation { deprecated?: boolean, 'x-stability'?: string, responses?: 
 /**
  * Every response of every operation (all under /v1, so all behind a key and counted by the rate
  * limit) gets the headers it carries, each as a `$ref` to its component: its own, the rate limit's
- * and the key's expiry, on a deprecated operation the deprecation's, and on a marked one `API-Stability`
- * (those two but on the router's answers).
+ * and the key's expiry (but on the router's 414), on a deprecated operation the deprecation's, and on a
+ * marked one `API-Stability` (those two but on the router's answers).
  */
 export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
   for (const item of Object.values(paths)) {
@@ -73,7 +73,8 @@ export function declareHeaders (paths: Record<string, Record<string, Operation>>
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const names = new Set([
           ...Object.keys(response.headers ?? {}) as HeaderName[],
-          ...KEYED,
+          // The router's 414 comes before the key is read, and is not counted.
+          ...status === '414' ? [] : KEYED,
           // Neither is on the answers the router gives before any route's hooks run (no such method, an id too long).
           ...operation.deprecated !== true || ROUTER_STATUSES.has(status) ? [] : DEPRECATED,
           ...operation['x-stability'] === undefined || ROUTER_STATUSES.has(status) ? [] : ['API-Stability' as const]

@@ -163,6 +163,11 @@ test('the headers an answer carries are declared on its response in the document
     const deprecatedRouterAnswer = resolve(doc, doc.paths['/pets/{petId}'].get.responses[status])
     assert.equal(deprecatedRouterAnswer.headers?.Deprecation, undefined, `nor the deprecation's on getPet's ${status}`)
   }
+  // The router's 414, before the key is read, declares no header it does not send (it declared the rate limit's).
+  const idTooLong = await testApp.app.inject({ url: `/v1/pets/${'1'.repeat(8193)}`, headers: auth })
+  assert.equal(idTooLong.statusCode, 414)
+  assert.deepEqual(Object.keys(resolve(doc, doc.paths['/pets/{petId}'].get.responses[414]).headers ?? {}),
+    Object.keys(idTooLong.headers).flatMap((header) => known.get(header) ?? []))
   // A stream refused by the rate limit says when to retry, as any 429 of it does.
   assert.deepEqual(resolve(doc, doc.paths['/events/stream'].get.responses[429]).headers['Retry-After'], { $ref: '#/components/headers/Retry-After' })
 })
@@ -225,7 +230,7 @@ test('a validator that does not know the pet-name format still refuses the names
   const testApp = await build(t)
   const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
   const validate = new Ajv2020({ strict: false, validateFormats: false }).compile(doc.components.schemas.NewPet.properties.name)
-  for (const name of ['', ' ', ' \t\n\u00a0\u2003\ufeff', 'Re\u0000x']) {
+  for (const name of ['', ' ', ' \t\n\u00a0\u2003\ufeff', 'Re\u0000x', 'Re\ud800x', '\udc00']) {
     assert.equal(validate(name), false, JSON.stringify(name))
     const refused = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name, categoryId: 1 } })
     assert.equal(refused.json().message, '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000')
