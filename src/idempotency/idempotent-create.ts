@@ -21,6 +21,9 @@ const IN_USE = new ApiError(409, 'idempotency_key_in_use', 'A request with this 
   headers: { 'retry-after': '1' }
 })
 const REUSED = new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request body')
+// (Its body differs too, but "a different body" sent a client that reused a key across operations to compare bodies.)
+const reusedForAnother = (collection: string) =>
+  new ApiError(422, 'idempotency_key_reused', `This Idempotency-Key was used for another operation, a create at ${collection}: use a new key`)
 
 /**
  * Runs a create at most once per (API key, Idempotency-Key) for 24 hours, as Stripe's API does: the
@@ -47,15 +50,17 @@ export class IdempotentCreates {
     try {
       const requestHash = hash('sha256', canonicalJson(requestBody), 'hex') // one-shot, without a Hash object, as for keys
       const notBefore = new Date(this.clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
-      return resultOf(await commit({ apiKeyId, key, requestHash, locationPrefix, notBefore }), requestHash)
+      return resultOf(await commit({ apiKeyId, key, requestHash, locationPrefix, notBefore }), requestHash, locationPrefix)
     } finally {
       this.#inFlight.delete(slot)
     }
   }
 }
 
-function resultOf (created: ClaimedCreate, requestHash: string): IdempotentResult {
+function resultOf (created: ClaimedCreate, requestHash: string, locationPrefix: string): IdempotentResult {
   if (created.outcome === 'created') return { response: created.response!, replayed: false }
+  const { location } = created.response
+  if (location !== null && !location.startsWith(locationPrefix)) throw reusedForAnother(location.slice(0, location.lastIndexOf('/')))
   if (created.response.requestHash !== requestHash) throw REUSED
   return { response: created.response, replayed: true }
 }

@@ -127,9 +127,11 @@ forEachStore((store) => {
     const other = await createCategory(testApp, 'Cats', { 'idempotency-key': 'cat-1' })
     assert.equal(other.statusCode, 422)
     assert.equal(errorOf(other).code, 'idempotency_key_reused')
-    // One key serves one create of any kind.
+    assert.equal(errorOf(other).message, 'This Idempotency-Key was used with a different request body')
+    // One key serves one create of any kind; the refusal says which it served.
     const pet = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'idempotency-key': 'cat-1' }, payload: { name: 'Fish', categoryId: 1 } })
     assert.equal(pet.statusCode, 422)
+    assert.equal(errorOf(pet).message, 'This Idempotency-Key was used for another operation, a create at /v1/categories: use a new key')
     const duplicate = await createCategory(testApp, 'FISH', { 'idempotency-key': 'cat-2' })
     assert.equal(duplicate.statusCode, 409, 'a refused create is not kept: the key is still free')
     const names = (await testApp.app.inject({ url: '/v1/categories', headers: testApp.auth })).json().map((category: { name: string }) => category.name)
