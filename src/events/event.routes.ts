@@ -98,7 +98,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
   app.get('/events/stream', {
     // A HEAD would open a stream that sends nothing.
     exposeHeadRoute: false,
-    config: { scope: 'events:read' },
+    config: { scope: 'events:read', endless: true },
     schema: {
       'x-stability': 'beta',
       tags: ['events'],

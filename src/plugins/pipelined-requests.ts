@@ -6,6 +6,17 @@ import { announcesBody, BODILESS_METHODS } from './request-head.js'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The answer lasts as long as the client wants (the event stream): the requests pipelined after
+     * it wait for its end, rather than be worked on with no answer ever to be sent (a stream each took
+     * one of its key's few places).
+     */
+    endless?: boolean
+  }
+}
+
 // Its answer never leaves: the connection closes after the answer before it.
 const CONNECTION_CLOSING = new ApiError(400, 'bad_request', 'The connection is closing: the request before this one was answered with Connection: close')
 
@@ -42,8 +53,9 @@ const releasedOnClose = new WeakMap<Socket, Set<() => void>>()
  * without reading it, and its connection closes after the answer: read and dropped, a body of any
  * size kept the connection (past the 16 KiB a body may have), and one that never ended drew a 408
  * after the answer, a second answer to one request. On the path of every request, so without a
- * listener or a closure unless a request has to wait: a lookup, and for an unsafe request or one with
- * a body a write (and for one queued behind an unfinished answer, a count: see PIPELINE_DEPTH).
+ * listener or a closure unless a request has to wait: a lookup, and for an unsafe request, one with
+ * a body or an endless answer a write (and for one queued behind an unfinished answer, a count: see
+ * PIPELINE_DEPTH).
  */
 export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
@@ -56,7 +68,9 @@ export default fp(async (app) => {
     // Queued behind an unfinished answer: it has no connection yet.
     const queued = reply.raw.socket === null
     if (queued) endedWithConnection(socket, reply.raw)
-    if (!SAFE_METHODS.has(request.method) || withBody || (queued && deepInPipeline(socket))) lastBarrier.set(socket, reply.raw)
+    if (!SAFE_METHODS.has(request.method) || withBody || (queued && deepInPipeline(socket)) || request.routeOptions.config.endless === true) {
+      lastBarrier.set(socket, reply.raw)
+    }
     if (before === undefined) {
       done()
     } else if ((before.writableFinished || before.destroyed) && !socket.writableNeedDrain) {

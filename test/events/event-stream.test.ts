@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { get, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
 import { buildApp } from '../../src/app.js'
 import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
@@ -184,6 +184,25 @@ forEachStore((store) => {
     }
     defer(t, reopened.close)
     assert.equal(reopened.status, 200, 'a closed stream frees its place')
+  })
+
+  test('streams pipelined on one connection wait for the one before to end: they take none of the key\'s places', async (t) => {
+    const testApp = await build(t, { store, env: { MAX_STREAMS_PER_KEY: '2' } })
+    const { hostname, port } = new URL(await originOf(testApp))
+    const socket = connect(Number(port), hostname)
+    defer(t, () => { socket.destroy() })
+    let received = ''
+    socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
+    const head = `GET /v1/events/stream HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`
+    socket.write(head.repeat(20))
+    const deadline = Date.now() + 5000
+    while (!received.includes(': connected') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.match(received, /^HTTP\/1\.1 200 /)
+    // Taken only once the server has seen them all: the stream's own place, and none of those behind it.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const other = await openStream(testApp.app, testApp.auth)
+    defer(t, other.close)
+    assert.equal(other.status, 200, 'the key\'s second place is free')
   })
 
   test('a stream ends when its key is revoked, and at once when the service closes', async (t) => {
