@@ -25,9 +25,11 @@ export interface CliResult {
   stderr: string
 }
 
-/** Runs `petstore ARGS` to completion. */
-export async function runCli (args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+/** Runs `petstore ARGS` to completion, or until killed (SIGKILL) past `killAfterMs`. */
+export async function runCli (args: string[], env: NodeJS.ProcessEnv, { killAfterMs }: { killAfterMs?: number } = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [...CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const timer = killAfterMs === undefined ? undefined : setTimeout(() => { child.kill('SIGKILL') }, killAfterMs)
+  child.on('exit', () => { clearTimeout(timer) })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => { stdout += chunk })

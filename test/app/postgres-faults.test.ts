@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chownSync, readdirSync, readFileSync } from 'node:fs'
+import { connect, createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
@@ -9,6 +10,7 @@ import { lockIdOrder, PET_INSERT_LOCK } from '../../src/db/id-order-lock.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { isStoreUnavailable } from '../../src/store/store-errors.js'
 import { build, createPet, createTestStore, defer, errorOf, openTestStore, tempDir, TEST_STORES } from '../helper.js'
+import { runCli } from '../process.js'
 
 const DEADLINES = { DATABASE_CONNECT_TIMEOUT_MS: '300', DATABASE_STATEMENT_TIMEOUT_MS: '500' }
 // The bound the README states: a connection's wait, then a statement's and the client's margin. Slack for a busy machine.
@@ -66,8 +68,41 @@ async function startPostgres (t: TestContext): Promise<{ url: string, signal: (s
   }
 }
 
+/**
+ * A proxy to `target` that passes bytes until a client says goodbye (PostgreSQL's Terminate message),
+ * and then neither passes nor closes anything, as a server or network frozen at that moment would.
+ */
+async function startGoodbyeSwallowingProxy (t: TestContext, target: URL): Promise<number> {
+  const server = createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname)
+    let frozen = false
+    client.on('data', (bytes) => {
+      if (bytes[0] === 0x58 && bytes.length === 5) frozen = true // 'X', length 4
+      if (!frozen) upstream.write(bytes)
+    })
+    upstream.on('data', (bytes) => { if (!frozen) client.write(bytes) })
+    for (const socket of [client, upstream]) socket.on('error', () => {})
+    defer(t, () => { client.destroy(); upstream.destroy() })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  defer(t, () => { server.close() })
+  return (server.address() as AddressInfo).port
+}
+
 // CI sets TEST_DATABASE_URL where PostgreSQL is installed.
 if (process.env.TEST_DATABASE_URL) {
+  test('a command whose connections\' goodbyes are never answered (the server frozen as it ends) exits within the connection deadline', { timeout: 30_000 }, async (t) => {
+    const { databaseUrl } = await createTestStore(t, TEST_STORES.find(({ name }) => name === 'postgres'))
+    const url = new URL(databaseUrl)
+    url.port = String(await startGoodbyeSwallowingProxy(t, new URL(databaseUrl)))
+    const started = performance.now()
+    // Through the migrations' lock, released by ending its connection, and the pool, ended at exit.
+    const result = await runCli(['keys', 'list'], { DATABASE_URL: url.toString(), DATABASE_CONNECT_TIMEOUT_MS: '1000' }, { killAfterMs: 12_000 })
+    assert.equal(result.code, 0, `exit ${result.code}, after ${Math.round(performance.now() - started)} ms: ${result.stderr}`)
+    assert.match(result.stdout, /^No API keys/)
+  })
+
   test('a migrator holding the migrations\' lock (stuck or frozen) makes the next one fail at the deadline, saying why', async (t) => {
     // Kysely creates its tables before it takes the lock: created here, under the default deadlines, a
     // loaded machine cannot time that out under the short one below.

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Client } from 'pg'
 import type { StoreLog } from '../store.js'
 import { markConnectionRefused } from '../store-errors.js'
+import { endWithin } from './bounded-end.js'
 
 /** The channel a trigger on the pets table notifies on every change (migration 009). */
 export const PET_CHANGES_CHANNEL = 'petstore_pet_changes'
@@ -113,7 +114,7 @@ export class PostgresChangeFeed {
   async close (): Promise<void> {
     this.#closed = true
     clearTimeout(this.#timer)
-    await this.#client?.end().catch(() => {})
+    if (this.#client !== undefined) await endWithin(this.#client, this.options.connectMs).catch(() => {})
   }
 
   #start (): void {
@@ -134,7 +135,7 @@ export class PostgresChangeFeed {
     client.on('error', (err) => { this.#lost(client, err) })
     client.on('end', () => { this.#lost(client, new Error('the connection ended')) })
     await client.connect().catch((error: unknown) => { throw markConnectionRefused(error) })
-    if (this.#closed) return await client.end()
+    if (this.#closed) return await endWithin(client, connectMs)
     await client.query(`listen ${PET_CHANGES_CHANNEL}`)
     const heardUpTo = await this.#probe()
     if (client !== this.#client || this.#closed) return // lost, or closed, meanwhile
@@ -198,7 +199,7 @@ export class PostgresChangeFeed {
     this.#client = undefined
     this.#listening = false
     clearTimeout(this.#timer)
-    client.end().catch(() => {})
+    endWithin(client, this.options.connectMs).catch(() => {})
     if (this.#lostAt === undefined) {
       this.#lostAt = performance.now()
       this.options.log.warn({ err }, `the change notifications of PostgreSQL are not heard: reads go to the database until they are (listening again is tried after ${this.#retryMs / 1000} s, then less often, up to every ${MAX_RETRY_MS / 1000} s)`)

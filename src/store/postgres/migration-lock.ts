@@ -1,5 +1,6 @@
 import { PostgresAdapter, PostgresDialect, type DialectAdapter, type PostgresDialectConfig } from 'kysely'
 import type { Client } from 'pg'
+import { endWithin } from './bounded-end.js'
 
 // Kysely's own lock id: a migrator of an earlier build, holding Kysely's session lock, still excludes this one.
 const MIGRATION_LOCK_ID = '3853314791062309107'
@@ -20,12 +21,12 @@ export const MIGRATION_WAIT_STATEMENTS = 12
  * transaction and frees the lock, a crashed migrator's too.
  */
 export class TransactionLockDialect extends PostgresDialect {
-  constructor (config: PostgresDialectConfig, private readonly connect: () => Promise<Client>, private readonly lockTimeoutMs: number) {
+  constructor (config: PostgresDialectConfig, private readonly connect: () => Promise<Client>, private readonly lockTimeoutMs: number, private readonly endMs: number) {
     super(config)
   }
 
   override createAdapter (): DialectAdapter {
-    return new TransactionLockAdapter(this.connect, this.lockTimeoutMs)
+    return new TransactionLockAdapter(this.connect, this.lockTimeoutMs, this.endMs)
   }
 }
 
@@ -33,7 +34,8 @@ class TransactionLockAdapter extends PostgresAdapter {
   // One migrator at a time per store: the lock itself is what makes the next one wait.
   #holder: Client | undefined
 
-  constructor (private readonly connect: () => Promise<Client>, private readonly lockTimeoutMs: number) {
+  /** `endMs`: the longest wait for the lock's connection to close (see endWithin). */
+  constructor (private readonly connect: () => Promise<Client>, private readonly lockTimeoutMs: number, private readonly endMs: number) {
     super()
   }
 
@@ -48,7 +50,7 @@ class TransactionLockAdapter extends PostgresAdapter {
       await client.query(`set local lock_timeout = ${this.lockTimeoutMs}`)
       await client.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_ID])
     } catch (error) {
-      await client.end().catch(() => {})
+      await endWithin(client, this.endMs).catch(() => {})
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error
       throw new Error(`Another process has held the migrations' lock for over ${this.lockTimeoutMs / 1000} s (a migration under way, or a migrator stuck or frozen: ` +
         `pg_locks shows it as the advisory lock ${MIGRATION_LOCK_ID}); try again once it is done, or raise DATABASE_STATEMENT_TIMEOUT_MS (the wait is ${MIGRATION_WAIT_STATEMENTS} times it)`, { cause: error })
@@ -59,6 +61,6 @@ class TransactionLockAdapter extends PostgresAdapter {
   override async releaseMigrationLock (): Promise<void> {
     const holder = this.#holder
     this.#holder = undefined
-    await holder?.end()
+    if (holder !== undefined) await endWithin(holder, this.endMs)
   }
 }

@@ -5,6 +5,7 @@ import type { Database } from '../../db/database.js'
 import type { Store, StoreLog } from '../store.js'
 import { markConnectionRefused } from '../store-errors.js'
 import { NOTIFY_UNFLUSHED, PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
+import { endingWithin } from './bounded-end.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
@@ -43,7 +44,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   })
   const pool = async () => deadlinePool(await connections(), deadlines, () => { feed.changed() })
   const migrationWaitMs = MIGRATION_WAIT_STATEMENTS * deadlines.statementMs
-  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs, migrationWaitMs), migrationWaitMs) })
+  const db = new Kysely<Database>({ dialect: new TransactionLockDialect({ pool }, async () => await connectOnce(connectionString, deadlines.connectMs, migrationWaitMs), migrationWaitMs, deadlines.connectMs) })
   // The hot statements go to pg without Kysely: a constant statement needs no query builder.
   const query = preparedStatements(connections, { named: directUrl === undefined, log })
   return {
@@ -70,7 +71,8 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
 
 async function createPool (connectionString: string, poolSize: number, { connectMs, statementMs }: Deadlines): Promise<Pool> {
   const { default: pg } = await import('pg')
-  const pool = new pg.Pool({
+  // Closed within the connection deadline, even by a server frozen as the pool says goodbye.
+  const pool = endingWithin(new pg.Pool({
     connectionString,
     max: poolSize,
     Client: refusalMarkingClient(pg.Client),
@@ -81,7 +83,7 @@ async function createPool (connectionString: string, poolSize: number, { connect
     query_timeout: statementMs + CLIENT_MARGIN_MS,
     // int8 (ids, categoryId) as BigInt, exact; pg's default is a string.
     types: { getTypeParser: (oid: number, format?: string) => oid === PG_INT8 ? BigInt : pg.types.getTypeParser(oid, format as 'text') }
-  })
+  }), connectMs)
   // A connection lost while idle (pool 'error') or checked out (client 'error') must not crash the
   // process: the pool replaces it, and a query it was running fails and is answered 503.
   pool.on('error', () => {})
