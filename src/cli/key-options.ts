@@ -57,8 +57,13 @@ export function parseInstant (text: string): Date {
   const realDay = date !== undefined && new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
   if (!realDay) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
   // ECMAScript's date format has them in upper case; lower case is left to each engine's own guess.
-  return new Date(text.toUpperCase())
+  const instant = new Date(text.toUpperCase())
+  // Later, it is written +010000-01-01T...: stored as text, it compared as earlier than any date.
+  if (instant.getTime() > LAST_INSTANT) throw new InvalidArgumentError('a date and time no later than 9999-12-31T23:59:59Z')
+  return instant
 }
+
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z')
 
 /** The lifetime options of `keys create` and `keys rotate`. */
 export interface LifetimeOptions {

@@ -11,3 +11,10 @@ test('--expires-at takes RFC 3339 as written, its T and Z in either case (sectio
     assert.throws(() => parseInstant(text), /RFC 3339/, text)
   }
 })
+
+test('--expires-at past the last instant of year 9999 in UTC is refused: stored as +010000-..., it compared as already past', () => {
+  assert.equal(parseInstant('9999-12-31T23:59:59+00:00').toISOString(), '9999-12-31T23:59:59.000Z')
+  for (const text of ['9999-12-31T23:00:00-02:00', '9999-12-31T23:59:59-23:59']) {
+    assert.throws(() => parseInstant(text), /^InvalidArgumentError: a date and time no later than 9999-12-31T23:59:59Z$/, text)
+  }
+})
