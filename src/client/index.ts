@@ -36,7 +36,15 @@ export type Webhook = Schemas['Webhook']
 export type NewWebhook = Schemas['NewWebhook']
 /** Beta: changes only with 30 days' notice. */
 export type WebhookDelivery = Schemas['WebhookDelivery']
-export type PetStoreClient = Client<paths>
+/**
+ * What any call's `error` may also be: the text of an answer that is not the API's, from something
+ * between the client and it (a proxy's HTML 502), as openapi-fetch gives a body that is not JSON.
+ */
+interface AnswerNotTheApis { default: { headers: Record<string, unknown>, content: { 'text/plain': string } } }
+type WithAnswersNotTheApis<O> = { [K in keyof O]: K extends 'responses' ? O[K] & AnswerNotTheApis : O[K] }
+/** The API's paths as the client calls them: each operation's answers, and one that is not the API's. */
+export type ClientPaths = { [P in keyof paths]: { [M in keyof paths[P]]: WithAnswersNotTheApis<paths[P][M]> } }
+export type PetStoreClient = Client<ClientPaths>
 
 /** `T` with its numbers as bigint: every number in the API's resources (Pet, Order) is an int64. */
 type BigIntNumbers<T> = T extends number ? bigint : T extends object ? { [K in keyof T]: BigIntNumbers<T[K]> } : T
@@ -46,7 +54,7 @@ type BigIntOrNumbers<T> = T extends number ? number | bigint : T extends object 
 type ExactResponses<R> = { [Status in keyof R]: `${Status & number}` extends `2${string}` ? BigIntNumbers<R[Status]> : R[Status] }
 type ExactOperation<O> = { [K in keyof O]: K extends 'responses' ? ExactResponses<O[K]> : K extends 'requestBody' | 'parameters' ? BigIntOrNumbers<O[K]> : O[K] }
 /** The API's paths with the resources' int64 fields as bigint (responses) or number | bigint (parameters and request bodies). */
-export type ExactPaths = { [P in keyof paths]: { [M in keyof paths[P]]: ExactOperation<paths[P][M]> } }
+export type ExactPaths = { [P in keyof ClientPaths]: { [M in keyof ClientPaths[P]]: ExactOperation<ClientPaths[P][M]> } }
 /** The client with `int64: 'bigint'`. */
 export type ExactPetStoreClient = Client<ExactPaths>
 
@@ -85,7 +93,7 @@ export function createClient (options: PetStoreClientOptions & { int64?: 'number
 export function createClient (options: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient
 export function createClient ({ baseUrl, apiKey, fetch = globalThis.fetch, timeoutMs = 30_000, int64 = 'number' }: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient {
   if (!(timeoutMs >= 0)) throw new RangeError(`timeoutMs is ${timeoutMs}: give 0 (fetch's own bound) or more milliseconds`)
-  const client = createFetchClient<paths>({
+  const client = createFetchClient<ClientPaths>({
     baseUrl,
     headers: { authorization: `Bearer ${apiKey}` },
     // Past the longest wait a timer takes (about 24.8 days), setTimeout fires at once: as good as none.

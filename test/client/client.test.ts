@@ -87,6 +87,26 @@ test('a JSON answer whose body stalls throws a TimeoutError past timeoutMs; an e
   assert.match(await new Response(data).text(), /^: heartbeat\n\nid: 1\n/, 'the event sent past the deadline is read')
 })
 
+test('an answer that is not the API\'s (a proxy\'s HTML 502) comes as its text, and `error` is typed so', async (t) => {
+  const proxy = createServer((_request, response) => {
+    response.writeHead(502, { 'content-type': 'text/html' })
+    response.end('<html>Bad Gateway</html>')
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  t.after(() => { proxy.close() })
+  const baseUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`
+  const plain = await createClient({ baseUrl, apiKey: 'ps_x' }).GET('/pets/{petId}', { params: { path: { petId: 2 } } })
+  const exact = await createClient({ baseUrl, apiKey: 'ps_x', int64: 'bigint' }).GET('/pets/{petId}', { params: { path: { petId: 2n } } })
+  // Checked by the compiler: typed as the Error body alone, `error.code` compiled and was undefined.
+  const typedAsText: [Extract<typeof plain.error | typeof exact.error, string>] extends [never] ? false : true = true
+  assert.equal(typedAsText, true)
+  for (const { error, response } of [plain, exact]) {
+    assert.equal(response.status, 502)
+    assert.equal(error, '<html>Bad Gateway</html>')
+  }
+})
+
 forEachStore((store) => {
   test('the client creates, lists page by page and fetches pets', async (t) => {
     const client = await clientFor(await build(t, { store }))
