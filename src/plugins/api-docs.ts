@@ -63,6 +63,8 @@ const NO_FILE = new ApiError(404, 'not_found', 'No resource at this path')
 // serves, relative so that a proxy's path prefix is kept.
 const PLUGIN_DOCUMENTS = new Set(['/docs/json', '/docs/yaml'])
 const SERVED_DOCUMENT = '../v1/openapi.json'
+// Where the page's scripts and styles are served from.
+const FILES_FOLDER = '/docs/static/'
 
 /**
  * What the file server refuses as a path (one that leaves its folder, `//`, a NUL byte: a 403 or 400)
@@ -83,6 +85,8 @@ export default fp<{ publicBaseUrl: string | undefined }>(async (app, { publicBas
   await app.register(async (docs) => {
     docs.addHook('onRequest', async (request, reply) => {
       if (PLUGIN_DOCUMENTS.has(request.routeOptions.url ?? '')) return await reply.code(308).header('location', SERVED_DOCUMENT).send()
+      // The file server's index of that folder is the stock Swagger UI page, which loads no document.
+      if (request.url.split('?', 1)[0] === FILES_FOLDER) throw NO_FILE
       for (const header of PARTIAL_OR_CONDITIONAL) delete request.raw.headers[header]
     })
     docs.setErrorHandler((error: Error, request, reply) => { sendError(fileServerError(error), request, reply) })

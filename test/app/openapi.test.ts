@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { InjectOptions } from 'fastify'
 import { ERROR_CODES } from '../../src/errors.js'
 import { HEADER_COMPONENTS } from '../../src/openapi/response-headers.js'
-import { build } from '../helper.js'
+import { build, errorOf } from '../helper.js'
 
 /** A document's node, with a `$ref` to one of its components followed. */
 function resolve (doc: any, node: any): any {
@@ -101,6 +101,12 @@ test('GET /docs serves the API reference page, with its own content security pol
   const script = await testApp.app.inject({ url: '/docs/static/swagger-ui-bundle.js' })
   assert.equal(script.statusCode, 200)
   assert.ok(script.body.length > 100_000, 'the renderer ships in the package')
+  // The folder of the page's files, whose stock index.html loaded no document ("Failed to load API definition").
+  for (const url of ['/docs/static/', '/docs/static/?x=1']) {
+    const folder = await testApp.app.inject({ url })
+    assert.equal(folder.statusCode, 404, url)
+    assert.equal(errorOf(folder).code, 'not_found', url)
+  }
   const api = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
   assert.equal(api.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", 'the API keeps the strict policy')
 })
