@@ -109,7 +109,7 @@ export interface paths {
         };
         /**
          * Follow the event log live (beta)
-         * @description Server-Sent Events (`text/event-stream`), the one answer of this API that is not JSON: each event as `id:` (its id), `event:` (its type) and `data:` (the event as listEvents gives it), within a second of its commit on any instance, and a `: heartbeat` comment at least every 15 s. Reconnecting with `Last-Event-ID` (SSE clients send it) or `?after=` resumes with no gap and no duplicate. A reader too far behind gets a final `stream.reset` event and should catch up with listEvents. The key goes in `Authorization` only (browsers: use a fetch-based SSE client); each key may hold a few streams at once.
+         * @description Server-Sent Events (`text/event-stream`), the one answer of this API that is not JSON: each event as `id:` (its id), `event:` (its type) and `data:` (the event as listEvents gives it), within a second of its commit on any instance, and a `: heartbeat` comment at least every 15 s. Reconnecting with `Last-Event-ID` (SSE clients send it) or `?after=` resumes with no gap and no duplicate. A reader too far behind gets a final `stream.reset` event and should catch up with listEvents. The key goes in `Authorization` only (browsers: use a fetch-based SSE client); each key may hold a few streams at once. The reference page's Try it out shows no stream (it waits for an end that does not come, and holds one of the key's streams while the page is open): use `curl -N`.
          *
          *     Requires an API key with the scope `events:read`.
          */
@@ -1537,19 +1537,13 @@ export interface components {
          * @example 311
          */
         DeliveryId: number;
-        /**
-         * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400
-         * @example 1041
-         */
+        /** @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400 */
         EventsAfter: number;
         /** @description Maximum number of events to return */
         EventsLimit: number;
         /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
         IdempotencyKey: string;
-        /**
-         * @description The id of the last event received, sent by SSE clients when they reconnect
-         * @example 1041
-         */
+        /** @description The id of the last event received, sent by SSE clients when they reconnect */
         LastEventId: number;
         /**
          * @description Id of the order
@@ -1565,19 +1559,13 @@ export interface components {
          * @example 42
          */
         PetId: number;
-        /**
-         * @description Returns only animals of this category
-         * @example 3
-         */
+        /** @description Returns only animals of this category */
         PetsCategoryId: number;
         /** @description Maximum number of animals to return */
         PetsLimit: number;
         /** @description Returns only animals with this status */
         PetsStatus: components["schemas"]["PetStatus"];
-        /**
-         * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed. An id past the newest event written is a 400
-         * @example 1041
-         */
+        /** @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed. An id past the newest event written is a 400 */
         StreamAfter: number;
         /** @description Returns only events of these types (repeat the parameter for several) */
         Type: ("pet.created" | "pet.status_changed" | "category.created" | "order.placed" | "order.approved" | "order.delivered" | "order.cancelled")[];
@@ -2087,10 +2075,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /**
-                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400
-                 * @example 1041
-                 */
+                /** @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400 */
                 after?: components["parameters"]["EventsAfter"];
                 /** @description Maximum number of events to return */
                 limit?: components["parameters"]["EventsLimit"];
@@ -2195,10 +2180,7 @@ export interface operations {
     "listEvents-head": {
         parameters: {
             query?: {
-                /**
-                 * @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400
-                 * @example 1041
-                 */
+                /** @description Returns events with a greater id: the id of the last event handled (the stream's `Last-Event-ID`). Without it, the feed starts at the oldest event kept. An id past the newest event written is a 400 */
                 after?: components["parameters"]["EventsAfter"];
                 /** @description Maximum number of events to return */
                 limit?: components["parameters"]["EventsLimit"];
@@ -2320,19 +2302,13 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /**
-                 * @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed. An id past the newest event written is a 400
-                 * @example 1041
-                 */
+                /** @description Sends the events with a greater id first, then each new one; `Last-Event-ID` takes precedence. Without either, the stream starts with the next event committed. An id past the newest event written is a 400 */
                 after?: components["parameters"]["StreamAfter"];
                 /** @description Returns only events of these types (repeat the parameter for several) */
                 type?: components["parameters"]["Type"];
             };
             header?: {
-                /**
-                 * @description The id of the last event received, sent by SSE clients when they reconnect
-                 * @example 1041
-                 */
+                /** @description The id of the last event received, sent by SSE clients when they reconnect */
                 "last-event-id"?: components["parameters"]["LastEventId"];
             };
             path?: never;
@@ -2424,10 +2400,7 @@ export interface operations {
     listPets: {
         parameters: {
             query?: {
-                /**
-                 * @description Returns only animals of this category
-                 * @example 3
-                 */
+                /** @description Returns only animals of this category */
                 categoryId?: components["parameters"]["PetsCategoryId"];
                 /** @description Opaque position from the `Link: rel="next"` header of the previous page */
                 cursor?: components["parameters"]["Cursor"];
@@ -2553,10 +2526,7 @@ export interface operations {
     "listPets-head": {
         parameters: {
             query?: {
-                /**
-                 * @description Returns only animals of this category
-                 * @example 3
-                 */
+                /** @description Returns only animals of this category */
                 categoryId?: components["parameters"]["PetsCategoryId"];
                 /** @description Opaque position from the `Link: rel="next"` header of the previous page */
                 cursor?: components["parameters"]["Cursor"];

@@ -108,7 +108,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
         '`event:` (its type) and `data:` (the event as listEvents gives it), within a second of its commit on any instance, and a ' +
         '`: heartbeat` comment at least every 15 s. Reconnecting with `Last-Event-ID` (SSE clients send it) or `?after=` resumes with ' +
         'no gap and no duplicate. A reader too far behind gets a final `stream.reset` event and should catch up with listEvents. ' +
-        'The key goes in `Authorization` only (browsers: use a fetch-based SSE client); each key may hold a few streams at once.',
+        'The key goes in `Authorization` only (browsers: use a fetch-based SSE client); each key may hold a few streams at once. ' +
+        'The reference page\'s Try it out shows no stream (it waits for an end that does not come, and holds one of the key\'s streams while the page is open): use `curl -N`.',
       querystring: StreamEventsQuery,
       headers: StreamEventsHeaders,
       response: {
