@@ -29,8 +29,8 @@ const reusedForAnother = (collection: string) =>
  * Runs a create at most once per (API key, Idempotency-Key) for 24 hours, as Stripe's API does: the
  * store keeps the answer in the same transaction as what it created (a crash keeps both or neither),
  * and a retry with the same body gets that answer without creating anything. One key serves one
- * create of any kind: the body of a pet can never equal the body of a category, so a key reused
- * across them is refused as a different body.
+ * create of any kind: a key reused for a create of another kind is refused, naming the collection
+ * it created in.
  */
 export class IdempotentCreates {
   // Requests of this instance still running, so a concurrent retry gets a 409 instead of queueing;
@@ -60,7 +60,17 @@ export class IdempotentCreates {
 function resultOf (created: ClaimedCreate, requestHash: string, locationPrefix: string): IdempotentResult {
   if (created.outcome === 'created') return { response: created.response!, replayed: false }
   const { location } = created.response
-  if (location !== null && !location.startsWith(locationPrefix)) throw reusedForAnother(location.slice(0, location.lastIndexOf('/')))
+  const collection = location === null ? undefined : collectionOf(location)
+  if (collection !== undefined && collection !== collectionOf(locationPrefix)) throw reusedForAnother(collection.slice(0, -1))
   if (created.response.requestHash !== requestHash) throw REUSED
   return { response: created.response, replayed: true }
+}
+
+/**
+ * The collection a created resource's URL names (`/v1/pets/` of `https://api.example.com/v1/pets/42`),
+ * whatever PUBLIC_BASE_URL was when its answer was kept: another one's (set since, or a rolling
+ * deploy's) is the same create.
+ */
+function collectionOf (url: string): string {
+  return url.slice(url.lastIndexOf('/v1/'), url.lastIndexOf('/') + 1)
 }

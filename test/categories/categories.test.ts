@@ -132,6 +132,12 @@ forEachStore((store) => {
     const pet = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'idempotency-key': 'cat-1' }, payload: { name: 'Fish', categoryId: 1 } })
     assert.equal(pet.statusCode, 422)
     assert.equal(errorOf(pet).message, 'This Idempotency-Key was used for another operation, a create at /v1/categories: use a new key')
+    // An instance with another PUBLIC_BASE_URL (set since, or a rolling deploy's) replays it all the same.
+    const renamed = await buildApp({ config: { ...testApp.config, PUBLIC_BASE_URL: 'https://api.example.com/shop' }, store: testApp.store, limits: TEST_LIMITS })
+    defer(t, () => renamed.close())
+    const elsewhere = await renamed.inject({ method: 'POST', url: '/v1/categories', headers: { ...testApp.auth, 'idempotency-key': 'cat-1' }, payload: { name: 'Fish' } })
+    assert.equal(elsewhere.statusCode, 201, elsewhere.body)
+    assert.equal(elsewhere.headers['idempotent-replayed'], 'true')
     const duplicate = await createCategory(testApp, 'FISH', { 'idempotency-key': 'cat-2' })
     assert.equal(duplicate.statusCode, 409, 'a refused create is not kept: the key is still free')
     const names = (await testApp.app.inject({ url: '/v1/categories', headers: testApp.auth })).json().map((category: { name: string }) => category.name)
