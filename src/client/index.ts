@@ -113,8 +113,8 @@ function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs
   return async (request) => {
     const deadline = new AbortController()
     const timer = setTimeout(() => { deadline.abort(new DOMException(`No answer within ${timeoutMs} ms (timeoutMs)`, 'TimeoutError')) }, timeoutMs)
-    // The connection keeps the process alive while the answer comes; a body left unread (openapi-fetch
-    // reads none with `Content-Length: 0`) must not keep it for the rest of the deadline.
+    // The connection keeps the process alive while the answer comes; a body left unread (a stream the
+    // caller dropped) must not keep it for the rest of the deadline.
     timer.unref()
     let response: Response
     try {
@@ -123,16 +123,22 @@ function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs
       clearTimeout(timer)
       throw error
     }
-    if (response.body === null || response.headers.get('content-type')?.startsWith('text/event-stream') === true) {
+    // A Response cannot be made with a status outside 200 to 599 (a proxy's 999): its body is left unbounded.
+    if (response.body === null || isEventStream(response) || response.status < 200 || response.status > 599) {
       clearTimeout(timer)
       return response
     }
     // The deadline's abort errors the body being read; the timer ends with it, read or cancelled.
     const body = response.body.pipeThrough(new TransformStream({ flush: () => { clearTimeout(timer) } }))
     const bounded = new Response(body, response)
-    Object.defineProperty(bounded, 'url', { value: response.url })
+    // What a Response made anew does not take from another.
+    for (const property of ['url', 'redirected', 'type'] as const) Object.defineProperty(bounded, property, { value: response[property] })
     return bounded
   }
+}
+
+function isEventStream (response: Response): boolean {
+  return response.headers.get('content-type')?.toLowerCase().startsWith('text/event-stream') === true
 }
 
 const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const

@@ -242,6 +242,10 @@ test('a validator that does not know the pet-name format still refuses the names
     assert.equal(refused.json().message, '`name` must be 1 to 100 characters once whitespace at both ends is trimmed, in well-formed Unicode without U+0000')
   }
   for (const name of ['Rex', ' Rex ', '🐕', 'x'.repeat(100)]) assert.equal(validate(name), true, name)
+  // As read by validators that compile patterns without the u flag (generated zod schemas, say).
+  const withoutU = new RegExp(doc.components.schemas.NewPet.properties.name.pattern)
+  for (const name of ['Rex 🐕', '🐕'.repeat(100)]) assert.equal(withoutU.test(name), true, name)
+  for (const name of ['Re\ud800x', '\udc00', ' ', 'Re\u0000x']) assert.equal(withoutU.test(name), false, JSON.stringify(name))
 })
 
 test('error responses and parameters are reusable components; HEAD is declared; int64 bounds are exact', async (t) => {

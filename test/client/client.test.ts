@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
@@ -59,11 +59,12 @@ test('a call to a server that takes the connection and never answers throws a Ti
 })
 
 test('a JSON answer whose body stalls throws a TimeoutError past timeoutMs; an event stream is read past it', async (t) => {
+  let streamPastDeadline: ServerResponse | undefined
   const stalling = createServer((request, response) => {
     if (request.url === '/v1/events/stream') {
-      response.writeHead(200, { 'content-type': 'text/event-stream' })
+      response.writeHead(200, { 'content-type': 'Text/Event-Stream' })
       response.write(': heartbeat\n\n')
-      setTimeout(() => { response.end('id: 1\nevent: pet.created\ndata: {}\n\n') }, 400)
+      streamPastDeadline = response
       return
     }
     response.writeHead(200, { 'content-type': 'application/json' })
@@ -82,9 +83,36 @@ test('a JSON answer whose body stalls throws a TimeoutError past timeoutMs; an e
     await assert.rejects(call(), { name: 'TimeoutError', message: 'No answer within 200 ms (timeoutMs)' })
     assert.ok(performance.now() - started < 2000, `${int64}: ${performance.now() - started} ms`)
   }
-  const { data, response } = await createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 200 }).GET('/events/stream', { parseAs: 'stream' })
+  // The stream's event is sent once the client has seen the deadline pass.
+  const started = performance.now()
+  const { data, response } = await createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 1000 }).GET('/events/stream', { parseAs: 'stream' })
   assert.equal(response.status, 200)
-  assert.match(await new Response(data).text(), /^: heartbeat\n\nid: 1\n/, 'the event sent past the deadline is read')
+  const reader = (data as ReadableStream<Uint8Array>).getReader()
+  assert.match(new TextDecoder().decode((await reader.read()).value), /^: heartbeat/)
+  await new Promise((resolve) => setTimeout(resolve, 1100 - (performance.now() - started)))
+  streamPastDeadline!.end('id: 1\nevent: pet.created\ndata: {}\n\n')
+  let rest = ''
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value)
+  assert.match(rest, /^id: 1\n/, 'the event sent past the deadline is read')
+})
+
+test('with a deadline, an answer keeps its status, URL and redirection, whatever its status (a proxy\'s 999)', async (t) => {
+  const server = createServer((request, response) => {
+    if (request.url === '/v1/pets/1') response.writeHead(302, { location: '/v1/pets/2' }).end()
+    else response.writeHead(999, { 'content-type': 'text/plain' }).end('odd')
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.after(() => { server.close() })
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+  const client = createClient({ baseUrl, apiKey: 'ps_x' })
+  const odd = await client.GET('/pets')
+  assert.equal(odd.response.status, 999)
+  assert.equal(odd.error, 'odd')
+  const moved = await client.GET('/pets/{petId}', { params: { path: { petId: 1 } } })
+  assert.equal(moved.response.url, `${baseUrl}/pets/2`)
+  assert.equal(moved.response.redirected, true)
+  assert.equal(moved.response.type, 'basic')
 })
 
 test('an answer that is not the API\'s (a proxy\'s HTML 502) comes as its text, and `error` is typed so', async (t) => {

@@ -193,12 +193,15 @@ forEachStore((store) => {
     defer(t, () => { socket.destroy() })
     let received = ''
     socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1') })
+    let parsed = 0
+    testApp.app.server.on('request', () => { parsed++ })
     const head = `GET /v1/events/stream HTTP/1.1\r\nHost: x\r\nAuthorization: ${testApp.auth.authorization}\r\n\r\n`
     socket.write(head.repeat(20))
     const deadline = Date.now() + 5000
-    while (!received.includes(': connected') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    while ((!received.includes(': connected') || parsed < 20) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
     assert.match(received, /^HTTP\/1\.1 200 /)
-    // Taken only once the server has seen them all: the stream's own place, and none of those behind it.
+    assert.equal(parsed, 20)
+    // The server has all 20 in hand: given a moment, a stream worked on behind the first would hold a place (it did).
     await new Promise((resolve) => setTimeout(resolve, 100))
     const other = await openStream(testApp.app, testApp.auth)
     defer(t, other.close)
