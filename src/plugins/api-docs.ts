@@ -65,6 +65,7 @@ const PLUGIN_DOCUMENTS = new Set(['/docs/json', '/docs/yaml'])
 const SERVED_DOCUMENT = '../v1/openapi.json'
 // Where the page's scripts and styles are served from.
 const FILES_FOLDER = '/docs/static/'
+const STOCK_PAGE = '/docs/static/index.html'
 
 /**
  * What the file server refuses as a path (one that leaves its folder, `//`, a NUL byte: a 403 or 400)
@@ -85,8 +86,10 @@ export default fp<{ publicBaseUrl: string | undefined }>(async (app, { publicBas
   await app.register(async (docs) => {
     docs.addHook('onRequest', async (request, reply) => {
       if (PLUGIN_DOCUMENTS.has(request.routeOptions.url ?? '')) return await reply.code(308).header('location', SERVED_DOCUMENT).send()
-      // The file server's index of that folder is the stock Swagger UI page, which loads no document.
-      if (request.url.split('?', 1)[0] === FILES_FOLDER) throw NO_FILE
+      // The file server's index of that folder is the stock Swagger UI page, which loads no document;
+      // the plugin sends its index.html to a root-relative /docs/ (a proxy's prefix lost), and to itself
+      // when spelled with an escape (%69ndex.html).
+      if (request.url.split('?', 1)[0] === FILES_FOLDER || request.routeOptions.url === STOCK_PAGE) throw NO_FILE
       for (const header of PARTIAL_OR_CONDITIONAL) delete request.raw.headers[header]
     })
     docs.setErrorHandler((error: Error, request, reply) => { sendError(fileServerError(error), request, reply) })

@@ -102,7 +102,7 @@ test('GET /docs serves the API reference page, with its own content security pol
   assert.equal(script.statusCode, 200)
   assert.ok(script.body.length > 100_000, 'the renderer ships in the package')
   // The folder of the page's files, whose stock index.html loaded no document ("Failed to load API definition").
-  for (const url of ['/docs/static/', '/docs/static/?x=1']) {
+  for (const url of ['/docs/static/', '/docs/static/?x=1', '/docs/static/index.html', '/docs/static/%69ndex.html']) {
     const folder = await testApp.app.inject({ url })
     assert.equal(folder.statusCode, 404, url)
     assert.equal(errorOf(folder).code, 'not_found', url)
