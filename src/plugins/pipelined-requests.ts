@@ -35,6 +35,16 @@ const lastBarrier = new WeakMap<Socket, ServerResponse>()
 const PIPELINE_DEPTH = 8
 // How many requests each connection has had pipelined behind an unfinished answer.
 const pipelined = new WeakMap<Socket, number>()
+/**
+ * Past this many requests waiting on a connection, it is closed: each holds a few KB for as long as
+ * the answer before it lasts, and Node parses all that comes while an event stream, which never
+ * ends and writes little, is open (40,000 held 156 MB). Answers that do not fit the connection stop
+ * its reading: that bounds the others.
+ */
+const MAX_WAITING = 1000
+// How many requests wait on each connection.
+const waitingOn = new WeakMap<Socket, number>()
+const TOO_MANY_WAITING = new ApiError(400, 'bad_request', `More than ${MAX_WAITING} requests wait on this connection for answers before them: it is closed`)
 // The requests waiting for each answer that others wait for (see afterAnswer).
 const waiting = new WeakMap<ServerResponse, Array<() => void>>()
 // What waits on each connection, released should it close, and the answers queued on it, ended then:
@@ -78,7 +88,17 @@ export default fp(async (app) => {
       if (lastBarrier.get(socket) === before) lastBarrier.delete(socket)
       done(closingError(socket))
     } else {
-      afterAnswer(before, socket, () => { done(closingError(socket)) })
+      const waitingHere = (waitingOn.get(socket) ?? 0) + 1
+      if (waitingHere > MAX_WAITING) {
+        socket.destroy()
+        done(TOO_MANY_WAITING) // answered to no one: counted and logged as the others are
+        return
+      }
+      waitingOn.set(socket, waitingHere)
+      afterAnswer(before, socket, () => {
+        waitingOn.set(socket, waitingOn.get(socket)! - 1)
+        done(closingError(socket))
+      })
     }
   })
 }, { name: 'pipelined-requests' })

@@ -122,6 +122,33 @@ test('requests waiting behind others on a connection the client cuts are let go 
   assert.equal(released + refused, entered, `${entered} requests: ${released} went on, ${refused} refused`)
 })
 
+test('a connection with more than 1,000 requests waiting behind unfinished answers (an event stream) is closed: each held memory for as long as the stream', async (t) => {
+  const app = Fastify()
+  t.after(async () => {
+    app.server.closeAllConnections()
+    await app.close()
+  })
+  await app.register(pipelinedRequests)
+  app.get('/stream', { config: { endless: true } }, (_request, reply) => {
+    reply.hijack()
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' })
+    reply.raw.write(': connected\n\n')
+  })
+  app.get('/ping', async () => ({ ok: true }))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { socket, received } = connectRaw((app.server.address() as AddressInfo).port)
+  await once(socket, 'connect')
+  socket.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n')
+  while (!received().includes(': connected')) await new Promise((resolve) => setTimeout(resolve, 5))
+  const closed = once(socket, 'close')
+  socket.write('GET /ping HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(999))
+  const early = await Promise.race([closed.then(() => true), new Promise((resolve) => setTimeout(resolve, 300, false))])
+  assert.equal(early, false, 'a thousand waiting are kept')
+  socket.write('GET /ping HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(10))
+  const ended = await Promise.race([closed.then(() => true), new Promise((resolve) => setTimeout(resolve, 3000, false))])
+  assert.ok(ended, 'the connection stays open, its requests held')
+})
+
 test('files sent in answers queued behind others are closed with a connection the client cuts: five such connections leave none open', async (t) => {
   const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` })
   const port = Number(new URL(server.url).port)
