@@ -6,6 +6,8 @@ const { SonicBoom: SonicBoomStream } = sonicBoom
 
 /** What a log that cannot be written holds, to write once it can; past it, lines are dropped. */
 export const LOG_HELD_BYTES = 1024 * 1024
+/** The longest wait at exit for a log whose reader does not read what is left. */
+const EXIT_FLUSH_MS = 1000
 
 /**
  * The log's destination: stdout, written as pino's own is (sonic-boom, asynchronously, what is left
@@ -17,10 +19,15 @@ export const LOG_HELD_BYTES = 1024 * 1024
  * lines dropped; and at exit, what is left is written only while the log can be.
  */
 export function logDestination (fd = 1): SonicBoom {
-  const destination = new SonicBoomStream({ fd, maxLength: LOG_HELD_BYTES })
+  // A reader that stops reading (a pipe left full) makes writes fail with EAGAIN: retried without end
+  // while the service runs (the lines held meanwhile), and for EXIT_FLUSH_MS at exit, which otherwise
+  // retried them forever: the process never exited, deaf to SIGTERM.
+  let exitDeadline = Infinity
+  const destination = new SonicBoomStream({ fd, maxLength: LOG_HELD_BYTES, retryEAGAIN: () => performance.now() < exitDeadline })
   let failing = false
   process.on('exit', () => {
     if (failing) return
+    exitDeadline = performance.now() + EXIT_FLUSH_MS
     try {
       destination.flushSync()
     } catch {

@@ -208,6 +208,29 @@ test('a log that cannot be written (a full disk) costs its lines, never the serv
   assert.equal(code, 0, stderr)
 })
 
+test('a log whose reader stops reading (a pipe left full) does not keep the service from exiting on SIGTERM', async (t) => {
+  const dir = tempDir(t)
+  const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'store.db')}`, HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_REQUESTS: 'on', RATE_LIMIT_PER_MINUTE: '0' }
+  const probe = createServer().listen(0, '127.0.0.1')
+  await once(probe, 'listening')
+  const { port } = probe.address() as AddressInfo
+  probe.close()
+  // Its stdout is a pipe this test never reads.
+  const child = spawn(process.execPath, [...CLI, 'serve'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const exited = once(child, 'exit')
+  let served = 0
+  for (const deadline = Date.now() + 15_000; served < 1500 && Date.now() < deadline;) {
+    const response = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined)
+    if (response?.status === 200) served++
+    else await sleep(50)
+  }
+  assert.equal(served, 1500, 'its log lines, some 300 KB, are more than the pipe holds')
+  child.kill('SIGTERM')
+  const [code] = await Promise.race([exited, sleep(6000).then(() => ['no exit within 6 s'])])
+  assert.equal(code, 0)
+})
+
 test('a port in use (with workers too), or an address not of this machine, is one line naming the setting to change, and exit 2, before the API listens', async (t) => {
   const taken = createServer().listen(0, '127.0.0.1')
   await once(taken, 'listening')
