@@ -6,15 +6,27 @@ export interface HeldStopSignals {
   release: () => NodeJS.Signals | undefined
 }
 
+// Copies of one signal, sent to the process and to its group (`timeout(1)` sends both), come this close.
+const COPIES_MS = 100
+
 /**
  * Holds a SIGINT or SIGTERM that comes while the service starts (opening and migrating the store,
  * building the app), before its shutdown can run: Node's default would end the process at once, with
- * no line in the log and code 143. Repeats are one signal while held (a sender may signal the process
- * and its group), and start-up is bounded by the store's deadlines, so the stop waits for it.
+ * no line in the log and code 143. Start-up is bounded by the store's deadlines, so the stop waits for
+ * it; a second signal calls `onSecond`, as one does while the service stops (copies of the first, within
+ * COPIES_MS, are the same signal).
  */
-export function holdStopSignals (): HeldStopSignals {
+export function holdStopSignals (onSecond: (signal: NodeJS.Signals) => void): HeldStopSignals {
   let held: NodeJS.Signals | undefined
-  const hold = (signal: NodeJS.Signals) => { held ??= signal }
+  let heldAt = 0
+  const hold = (signal: NodeJS.Signals) => {
+    if (held === undefined) {
+      held = signal
+      heldAt = performance.now()
+    } else if (performance.now() - heldAt > COPIES_MS) {
+      onSecond(signal)
+    }
+  }
   for (const signal of STOP_SIGNALS) process.on(signal, hold)
   return {
     release: () => {

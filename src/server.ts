@@ -34,7 +34,11 @@ export async function serve (config: Config): Promise<void> {
   // the primary's stop would come as a second one, on which a worker would exit at once, dropping the
   // requests it is finishing. Any other process holds a signal until its shutdown can run.
   if (worker) for (const signal of STOP_SIGNALS) process.on(signal, () => {})
-  const held = worker ? undefined : holdStopSignals()
+  const exitOnSecond = (signal: NodeJS.Signals) => {
+    logger.error({ signal }, `second ${signal} while starting: exiting at once`)
+    process.exit(1)
+  }
+  const held = worker ? undefined : holdStopSignals(exitOnSecond)
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
   }
@@ -86,10 +90,13 @@ export async function serve (config: Config): Promise<void> {
   const heldSignal = held?.release()
 
   try {
-    // Metrics first: a METRICS_PORT or METRICS_HOST that cannot be listened on then stops the service
-    // before the API takes a connection it would drop.
-    if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
-    await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
+    // A stop asked while starting is acted on without taking the ports: a load balancer would send
+    // clients to an instance that is stopping. Metrics first: a METRICS_PORT or METRICS_HOST that
+    // cannot be listened on then stops the service before the API takes a connection it would drop.
+    if (heldSignal === undefined) {
+      if (metricsServer !== undefined) await listenMetrics(metricsServer, config, logger)
+      await app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => { throw listenError(error, 'PORT', config.PORT, 'HOST', config.HOST) })
+    }
     stopWhenAsked = () => { void shutdown.close() }
     resend(heldSignal)
   } catch (error) {

@@ -360,6 +360,37 @@ test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer a
 })
 
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
+  test('a stop asked while the service starts (another migrator holding the lock) is acted on without taking the port; a second exits 1 at once', async (t) => {
+    const databaseUrl = await store.databaseUrl(t)
+    await runCli(['migrate'], { DATABASE_URL: databaseUrl })
+    const holder = new pg.Client({ connectionString: databaseUrl })
+    await holder.connect()
+    defer(t, () => holder.end())
+    const holdLock = async () => { await holder.query('begin; select pg_advisory_xact_lock(3853314791062309107)') } // the lock migration-lock.ts takes
+    await holdLock()
+    const held = await startProcess(t, { DATABASE_URL: databaseUrl, LOG_FORMAT: 'json' }, /"msg":"starting petstore/)
+    await sleep(300)
+    held.child.kill('SIGTERM')
+    await sleep(300)
+    await holder.query('rollback')
+    const [code] = await Promise.race([once(held.child, 'exit'), sleep(10_000).then(() => ['no exit within 10 s'])])
+    assert.equal(code, 0, held.output())
+    assert.match(held.output(), /"msg":"shutting down/)
+    assert.doesNotMatch(held.output(), /Server listening/, 'the port is not taken once a stop was asked')
+
+    await holdLock()
+    const twice = await startProcess(t, { DATABASE_URL: databaseUrl, LOG_FORMAT: 'json' }, /"msg":"starting petstore/)
+    await sleep(300)
+    twice.child.kill('SIGTERM')
+    await sleep(300)
+    assert.equal(twice.child.exitCode, null, 'the first signal waits for the start')
+    twice.child.kill('SIGINT')
+    const [second] = await Promise.race([once(twice.child, 'exit'), sleep(3000).then(() => ['no exit within 3 s'])])
+    assert.equal(second, 1, twice.output())
+    assert.match(twice.output(), /"msg":"second SIGINT while starting: exiting at once"/)
+    await holder.query('rollback')
+  })
+
   test('a PostgreSQL database whose encoding cannot hold UTF-8 is refused, naming it, before anything is migrated, from serve and the CLI alike', async (t) => {
     const url = new URL(await store.databaseUrl(t))
     const admin = new pg.Client({ connectionString: url.toString() })
