@@ -2,7 +2,7 @@ import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
 import { DURATION_PATTERN, DURATION_RULE } from './api-keys/duration.js'
 import { parseTrustedProxies } from './trusted-proxies.js'
-import { DEFAULT_RETRY_SCHEDULE, RETRY_SCHEDULE_PATTERN } from './webhooks/retry-schedule.js'
+import { DEFAULT_RETRY_SCHEDULE, RETRY_SCHEDULE_PATTERN, RETRY_SCHEDULE_RULE } from './webhooks/retry-schedule.js'
 
 /** A service root: scheme, host and optional path prefix, without /v1, query or fragment. */
 function BaseUrl (description: string) {
@@ -80,6 +80,7 @@ export const ConfigSchema = Type.Object({
   })),
   CONNECTIONS_PER_ADDRESS: Type.Integer({
     minimum: 1,
+    maximum: 1_000_000,
     default: 256,
     description: 'open connections one client address may hold; more are closed at once'
   }),
@@ -150,6 +151,7 @@ function allowedValues (name: string): string {
   if (schema.enum !== undefined) return `one of ${schema.enum.join(', ')}`
   if (schema.type === 'integer') return schema.maximum === undefined ? `an integer of at least ${schema.minimum}` : `an integer from ${schema.minimum} to ${schema.maximum}`
   if (schema.pattern === DURATION_PATTERN) return DURATION_RULE
+  if (schema.pattern === RETRY_SCHEDULE_PATTERN) return RETRY_SCHEDULE_RULE
   if (schema.examples !== undefined) return `of the form ${schema.examples.join(' or ')}`
   return 'a non-empty string'
 }
@@ -201,8 +203,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     // An empty variable means "not set", as in most shells' `VAR= command`.
     if (value !== undefined && value !== '') raw[name] = value
   }
-  // Ajv's coercion reads any text JavaScript takes for a number (0x10, 1e3, ' 8080'); an integer here is decimal digits.
-  const notDigits = INTEGER_VARIABLES.find((name) => raw[name] !== undefined && !/^\d+$/.test(raw[name]))
+  // Ajv's coercion reads any text JavaScript takes for a number (0x10, 1e3, ' 8080'); an integer here is
+  // decimal digits, and not so many that they make Infinity, which passed every maximum.
+  const notDigits = INTEGER_VARIABLES.find((name) => raw[name] !== undefined && !/^\d{1,20}$/.test(raw[name]))
   if (notDigits !== undefined || !validateConfig(raw)) {
     const name = notDigits ?? validateConfig.errors?.[0]?.instancePath.slice(1) ?? ''
     throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(env[name] ?? ''))}; it must be ${allowedValues(name)}`)
@@ -239,8 +242,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
     const url = config[name]?.replace(/\/+$/, '')
     if (url === undefined) continue
-    if (url.endsWith('/v1')) throw new ConfigError(`Invalid configuration: ${name} must be the service root, without /v1`)
     if (!URL.canParse(url)) throw notAUrl(name, url)
+    // As parsed: `/v1/.` is `/v1`.
+    if (new URL(url).pathname.replace(/\/+$/, '').endsWith('/v1')) throw new ConfigError(`Invalid configuration: ${name} must be the service root, without /v1`)
     // The OpenAPI document, served without a key, lists it, and Location headers start with it.
     if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
     const parsed = new URL(url)

@@ -151,6 +151,7 @@ function listenError (error: unknown, portSetting: string, port: unknown, hostSe
       return new ConfigError(`Cannot listen: port ${String(port)} needs privileges on this system; set ${portSetting} to 1024 or more`, { cause: error })
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
+    case 'EINVAL': // an IPv6 link-local address without its zone (fe80::1)
       return new ConfigError(`Cannot listen: ${host} is not an address of this machine; set ${hostSetting} to one, such as 127.0.0.1 or 0.0.0.0`, { cause: error })
     default:
       return error

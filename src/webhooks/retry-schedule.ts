@@ -3,6 +3,8 @@ const INTERVAL = '[1-9][0-9]{0,5}(ms|s|m|h|d)'
 
 /** WEBHOOK_RETRY_SCHEDULE: the waits before each retry, comma-separated, 1 to 20 of them. */
 export const RETRY_SCHEDULE_PATTERN = `^${INTERVAL}(,${INTERVAL}){0,19}$`
+/** The pattern in words, for the message that refuses a schedule. */
+export const RETRY_SCHEDULE_RULE = '1 to 20 waits, comma-separated, each an integer from 1 to 999999 and one unit of ms, s, m, h or d, such as 5s,5m,30m,2h'
 
 /**
  * The default, after Standard Webhooks' reference schedule stretched to about three days: the first

@@ -23,6 +23,11 @@ test('a configuration error names the variable, the value received and what is a
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "-1"; it must be an integer from 0 to 999999999999999'],
     // Taken, it made the RateLimit headers' q and r "1e+23", which no structured-field parser reads.
     [{ RATE_LIMIT_PER_MINUTE: '99999999999999999999999' }, 'Invalid configuration: RATE_LIMIT_PER_MINUTE is "99999999999999999999999"; it must be an integer from 0 to 999999999999999'],
+    // Of 400 digits, it was taken as Infinity.
+    [{ CONNECTIONS_PER_ADDRESS: '9'.repeat(400) }, `Invalid configuration: CONNECTIONS_PER_ADDRESS is "${'9'.repeat(400)}"; it must be an integer from 1 to 1000000`],
+    // Of the form its message gave, but past its limits: the message said only the form.
+    [{ WEBHOOK_RETRY_SCHEDULE: '1000000d' }, 'Invalid configuration: WEBHOOK_RETRY_SCHEDULE is "1000000d"; it must be ' +
+    '1 to 20 waits, comma-separated, each an integer from 1 to 999999 and one unit of ms, s, m, h or d, such as 5s,5m,30m,2h'],
     [{ DATABASE_URL: 'postgress://app:s3cret@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db:5432/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB'],
     [{ DATABASE_URL: 'postgress://app:p/ss@w@rd@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgress://app:***@db/pets"; ' +
@@ -93,6 +98,9 @@ test('an invalid value is a one-line error naming the variable', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ PUBLIC_BASE_URL: 'pets.example.com' }, 'PUBLIC_BASE_URL'],
     [{ PUBLIC_BASE_URL: 'https://pets.example.com/v1' }, 'PUBLIC_BASE_URL'],
+    // As parsed, /v1 all the same: the document's server was .../v1/v1.
+    [{ PUBLIC_BASE_URL: 'https://pets.example.com/v1/.' }, 'PUBLIC_BASE_URL'],
+    [{ STAGING_BASE_URL: 'https://pets.example.com/api/x/../v1' }, 'STAGING_BASE_URL'],
     // The OpenAPI document, served without a key, lists these URLs: a password in one would be published.
     [{ PUBLIC_BASE_URL: 'https://u:s3cretPW@pets.example.com' }, 'PUBLIC_BASE_URL'],
     [{ STAGING_BASE_URL: 'https://s3cretPW@staging.example.com' }, 'STAGING_BASE_URL'],

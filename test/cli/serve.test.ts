@@ -253,6 +253,10 @@ test('a port in use (with workers too), or an address not of this machine, is on
   assert.equal(elsewhere.code, 2)
   assert.match(elsewhere.stderr, /^petstore: Cannot listen: 192\.0\.2\.1 is not an address of this machine; set METRICS_HOST to one, such as 127\.0\.0\.1 or 0\.0\.0\.0$/m)
   assert.doesNotMatch(elsewhere.stdout, /listening/i)
+  // A link-local address without its zone: EINVAL, which exited 1 with Node's own message.
+  const zoneless = await runCli(['serve'], { ...env, PORT: '0', HOST: 'fe80::1' })
+  assert.equal(zoneless.code, 2, zoneless.stderr)
+  assert.match(zoneless.stderr, /^petstore: Cannot listen: fe80::1 is not an address of this machine; set HOST to one/m)
 })
 
 test('a SQLite store that cannot be opened is one line naming its path, from serve and the CLI alike', async (t) => {
