@@ -1,5 +1,8 @@
-/** The signals that stop the service. */
-export const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const
+/**
+ * The signals that stop the service: SIGTERM and SIGINT, and those close-with-grace (one process's
+ * shutdown) also takes as a stop, which a primary of workers died of at once.
+ */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const
 
 export interface HeldStopSignals {
   /** Stops holding; the signal held, if one came, which the caller sends again once its own handlers are in place. */

@@ -136,6 +136,16 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s defaul
   assert.equal(code, 0)
 })
 
+for (const workers of ['1', '2']) {
+  test(`WEB_CONCURRENCY=${workers}: SIGHUP, SIGQUIT and SIGUSR2 stop the service as SIGTERM does (the primary of workers died of them at once)`, async (t) => {
+    for (const signal of ['SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const) {
+      const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: workers, LOG_FORMAT: 'json' })
+      assert.equal(await server.stop(signal), 0, `${signal}: ${server.output()}`)
+      assert.match(server.output(), /"msg":"shutting down/, signal)
+    }
+  })
+}
+
 test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in one process: the workers are killed and it exits 1', async (t) => {
   const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
   await untilListening(server, 2)
