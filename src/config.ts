@@ -234,6 +234,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; ` +
       'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL')
   }
+  // SQLite opens these as names of files: a folder named ~ in the working folder, a file named :memory.
+  const sqlitePath = config.DATABASE_URL.startsWith('sqlite:') ? config.DATABASE_URL.slice('sqlite:'.length) : undefined
+  if (sqlitePath !== undefined && (sqlitePath.startsWith('~') || (sqlitePath.startsWith(':') && sqlitePath !== ':memory:'))) {
+    throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(config.DATABASE_URL)}; ` +
+      'sqlite: takes a path as written (a shell expands ~, the service does not), or :memory: (sqlite::memory:)')
+  }
   // ioredis reads the path as the database's number, and a path of another kind as NaN.
   const redisUrl = config.REDIS_URL
   if (redisUrl !== undefined && !(URL.canParse(redisUrl) && /^\/?\d*$/.test(new URL(redisUrl).pathname))) {

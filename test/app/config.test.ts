@@ -98,6 +98,9 @@ test('an invalid value is a one-line error naming the variable', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ PUBLIC_BASE_URL: 'pets.example.com' }, 'PUBLIC_BASE_URL'],
     [{ PUBLIC_BASE_URL: 'https://pets.example.com/v1' }, 'PUBLIC_BASE_URL'],
+    // Opened as written, they made a folder named ~ and a file named :memory.
+    [{ DATABASE_URL: 'sqlite:~/pets.db' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'sqlite::memory' }, 'DATABASE_URL'],
     // As parsed, /v1 all the same: the document's server was .../v1/v1.
     [{ PUBLIC_BASE_URL: 'https://pets.example.com/v1/.' }, 'PUBLIC_BASE_URL'],
     [{ STAGING_BASE_URL: 'https://pets.example.com/api/x/../v1' }, 'STAGING_BASE_URL'],
