@@ -9,11 +9,11 @@ export interface HeldStopSignals {
   release: () => NodeJS.Signals | undefined
 }
 
-// Copies of one signal, sent to the process and to its group (`timeout(1)` sends both), come this close.
-const COPIES_MS = 100
+/** Copies of one signal, sent to the process and to its group (`timeout(1)` sends both), come this close. */
+export const COPIES_MS = 100
 
 /**
- * Holds a SIGINT or SIGTERM that comes while the service starts (opening and migrating the store,
+ * Holds a stop signal that comes while the service starts (opening and migrating the store,
  * building the app), before its shutdown can run: Node's default would end the process at once, with
  * no line in the log and code 143. Start-up is bounded by the store's deadlines, so the stop waits for
  * it; a second signal calls `onSecond`, as one does while the service stops (copies of the first, within

@@ -4,7 +4,7 @@ import type { Server } from 'node:http'
 import { availableParallelism } from 'node:os'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
-import { resend, STOP_SIGNALS, type HeldStopSignals } from './held-stop-signals.js'
+import { COPIES_MS, resend, STOP_SIGNALS, type HeldStopSignals } from './held-stop-signals.js'
 import { ClusterMetrics } from './metrics/cluster-metrics.js'
 import { createMetricsServer } from './metrics/metrics.js'
 
@@ -15,8 +15,6 @@ export const STOP_WORKER = 'petstore:stop'
 const RESTART_DELAY_MS = 1000
 /** A worker that fails to start once another has served (a database down, say) is started again after a wait that doubles up to this. */
 const MAX_RESTART_DELAY_MS = 30_000
-/** Copies of one signal that come this close are one signal, sent to the process and to its group. */
-const SAME_SIGNAL_MS = 100
 
 export interface WorkerSupervision {
   /** How long a worker may take to finish its requests on SIGTERM before it is killed. */
@@ -100,7 +98,7 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
   for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
       // One sender may signal this process and its group (timeout(1) does): that is one signal, not two.
-      if (firstSignal?.signal === signal && performance.now() - firstSignal.at < SAME_SIGNAL_MS) return
+      if (firstSignal?.signal === signal && performance.now() - firstSignal.at < COPIES_MS) return
       if (stopping) {
         // A second signal, as in one process (close-with-grace): stop now.
         logger.error({ signal }, `second ${signal}: the workers are killed`)
