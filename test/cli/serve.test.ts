@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, openSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, openSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
@@ -282,6 +282,30 @@ test('a SQLite store whose folder is a file names that file, from serve and the 
       assert.equal(result.code, 1, result.stderr)
       assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${path}: ${file} is a file, not a folder\n`, args.join(' '))
     }
+  }
+})
+
+test('a SQLite store file this process may not write is refused at start, naming it, from serve and the CLI alike: the service started, ready, and answered every write 503', async (t) => {
+  const dir = tempDir(t)
+  const path = join(dir, 'petstore.db')
+  const databaseUrl = `sqlite:${path}`
+  // Migrated, with a key: a start then writes nothing, which is how the file's being read-only went unseen.
+  assert.equal((await runCli(['keys', 'create', '--name', 'owner'], { DATABASE_URL: databaseUrl })).code, 0)
+  // Writable folder (SQLite makes its -wal and -shm there), a file only readable; root writes any
+  // file, so as root the commands run as nobody.
+  chmodSync(dir, 0o777)
+  chmodSync(path, 0o444)
+  const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+  for (const args of [['serve'], ['keys', 'list']]) {
+    const child = spawn(process.execPath, [...CLI, ...args], { ...asOther, env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    // It started and served, before: killed past 10 s.
+    const timer = setTimeout(() => { child.kill('SIGKILL') }, 10_000)
+    let stderr = ''
+    child.stderr.on('data', (chunk) => { stderr += chunk })
+    const [code] = await once(child, 'exit')
+    clearTimeout(timer)
+    assert.equal(code, 1, stderr)
+    assert.equal(stderr, `petstore: Cannot open the SQLite store at ${path}: this process (uid ${asOther.uid ?? process.getuid?.()}) may not write to it (EACCES)\n`, args.join(' '))
   }
 })
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
@@ -42,6 +42,7 @@ export class SqliteConnection {
     makeFolder(dirname(resolve(path)))
     this.#sqlite = new SqliteDatabase(path)
     this.#path = path
+    if (!queryOnly) refuseReadOnly(path)
     this.#file = statSync(path)
     this.#sqlite.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
     // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
@@ -164,6 +165,19 @@ function makeFolder (folder: string): void {
       // Made meanwhile by another process (the workers of WEB_CONCURRENCY start together).
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(path).isDirectory()) throw error
     }
+  }
+}
+
+/**
+ * Throws unless this process may write to the file: SQLite opens one it may not read-only, without a
+ * word, and a service started on it, ready, answered every write 503.
+ */
+function refuseReadOnly (path: string): void {
+  try {
+    accessSync(path, constants.W_OK)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    throw new Error(`this process (uid ${process.getuid?.() ?? 'unknown'}) may not write to it (${code})`, { cause: error })
   }
 }
 
