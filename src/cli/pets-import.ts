@@ -85,13 +85,15 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
     const progress = createProgress(total, options.dryRun ? 'Checked' : 'Processed')
     const shown: RejectedRow[] = []
-    let underWay: RowPosition | undefined
+    // The batch being stored: a second signal may come before or after its commit, which the store
+    // cannot take back.
+    let underWay: { first: RowPosition, last: RowPosition } | undefined
     let stored = 0
     let rowsDone = 0
     const importing = withStore((store) => importPets(store.pets, readImportItems(input, format, state), {
       ...options,
       signal,
-      onBatch: (first) => { underWay = first },
+      onBatch: (first, last) => { underWay = { first, last } },
       onProgress: (done, storedSoFar) => {
         underWay = undefined
         stored = storedSoFar
@@ -116,7 +118,9 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     }
     progress.stop()
     if (report === undefined) {
-      const what = options.dryRun ? 'nothing stored (dry run)' : `${count(stored, 'pet')} stored${underWay === undefined ? '' : `; nothing from ${describePosition(underWay)} on`}`
+      const what = options.dryRun ? 'nothing stored (dry run)' : underWay === undefined ? `${count(stored, 'pet')} stored` :
+        `${count(stored, 'pet')} stored; the batch under way, from ${describePosition(underWay.first)} to ${describePosition(underWay.last)}, ` +
+        'may or may not be stored: look for its pets in the store before importing those lines again; nothing after it is'
       console.log(`Stopped at once (a second SIGTERM or Ctrl-C): ${what}.`)
       return false
     }

@@ -11,8 +11,8 @@ export interface ImportOptions {
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
-  /** Called before each batch is stored, with its first row. */
-  onBatch?: (first: RowPosition) => void
+  /** Called before each batch is stored, with its first and last readable rows. */
+  onBatch?: (first: RowPosition, last: RowPosition) => void
   /** Called after each batch with the number of rows gone through so far (unreadable ones too), and of pets stored (or, in a dry run, valid). */
   onProgress?: (rowsDone: number, stored: number) => void
   /** Given each batch's rejected rows, in the file's order; awaited before the next batch. */
@@ -68,7 +68,7 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
       report.notTried.count += valid.length
       report.notTried.first ??= rows[0]?.position
     } else if (rows.length > 0) {
-      onBatch?.(rows[0]!.position)
+      onBatch?.(rows[0]!.position, rows.at(-1)!.position)
       try {
         if (!dryRun && valid.length > 0) {
           await pets.insertMany(valid.map((pet) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
