@@ -209,15 +209,15 @@ are fixed, imports as it is (its line and error columns are ignored); from a JSO
 jq -s 'map(.row)' rejected.jsonl > retry.json gives a file to import.
 Each batch is one transaction: after a store failure nothing of that batch is stored, and later
 batches are not tried. SIGTERM or Ctrl-C stops the import after the batch under way, saying which
-rows were not stored; a second one stops it at once, the batch under way not stored, saying how many
-pets were.
+rows were not stored; a second one stops it at once, saying how many pets were stored and naming
+the batch under way, which may or may not be.
 Exit codes: 0 every row stored (or valid, with --dry-run), 1 some rows rejected, the store failed or
 the import was stopped, 2 the file cannot be read, is not UTF-8, or is not a JSON array or CSV with
 a name,categoryId[,status] header.`)
     .action(async (file: string, options: PetsImportOptions) => {
       if (!options.dryRun) refuseThrowAwayStore()
       // The first SIGTERM or Ctrl-C ends the import after the batch under way, with its report; a second
-      // one, at once, saying what was stored: the batch under way is rolled back as the process ends.
+      // one, at once, saying what was stored: the batch under way is stored or not as its commit was sent or not.
       const stop = new AbortController()
       const stopNow = new AbortController()
       const stopImport = () => { (stop.signal.aborted ? stopNow : stop).abort() }
