@@ -37,11 +37,7 @@ export class RejectedRowsFile {
   }
 }
 
-/**
- * A record's fields, or its whole text as one field when CSV cannot read it as one record: an unclosed
- * quote, or a bare CR that the import took as text (its file's lines end in CRLF) and that would be
- * read here as the end of the record, cutting off what follows it.
- */
+/** A record's fields, or its whole text as one field when CSV cannot read it as one record (an unclosed quote). */
 function fieldsOf (source: string): string[] {
   try {
     const records = parse(source, { relax_column_count: true, relax_quotes: true }) as string[][]

@@ -284,6 +284,9 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
       return header
     },
     raw: true,
+    // Every line break ends a record, as it ends a line (see LINE_BREAK): csv-parse takes the first it
+    // meets for all, and in a file of mixed ends kept the others as text (`Rex\r` stored as a name).
+    record_delimiter: ['\r\n', '\r', '\n'],
     relax_column_count_less: true,
     // A quote inside a field (`a"b`, `"a"x`) is kept as text, as spreadsheets read it: refused, the
     // row's text was cut at the quote, and the rows after `"a"x` were taken into one unclosed field.
