@@ -5,7 +5,7 @@ import { type CsvError, parse as parseCsv } from 'csv-parse'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
-import { JsonSyntaxError, JsonTokenReader, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
+import { CR, JsonSyntaxError, JsonTokenReader, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
 
@@ -145,15 +145,23 @@ async function* utf8Chunks (reads: AsyncIterable<Buffer>): AsyncGenerator<Buffer
       byteOrderMark = bytes.subarray(0, 3).equals(UTF8_BYTE_ORDER_MARK) ? 3 : 0
       bytes = bytes.subarray(byteOrderMark)
     }
-    const chunk = bytes.subarray(0, wholeCharactersIn(bytes))
-    carried = bytes.subarray(chunk.length)
+    let end = wholeCharactersIn(bytes)
+    // A CR last is held for the next read: the LF of a CRLF would be counted as a line break of its own past the window's cut.
+    if (end > 0 && bytes[end - 1] === CR) end--
+    const chunk = bytes.subarray(0, end)
+    carried = bytes.subarray(end)
     window.push(chunk)
     if (!isUtf8(chunk)) throw notUtf8(textOffset + firstNotUtf8(chunk), byteOrderMark, window)
     textOffset += chunk.length
     window.dropBefore(textOffset, window.positionOf(textOffset))
     yield chunk
   }
-  if (carried.length > 0) throw notUtf8(textOffset, byteOrderMark, window)
+  if (carried.length === 0) return
+  // A CR held back, whole, and perhaps a character cut short after it.
+  window.push(carried)
+  const heldCr = carried[0] === CR ? 1 : 0
+  if (carried.length > heldCr) throw notUtf8(textOffset + heldCr, byteOrderMark, window)
+  yield carried
 }
 
 function notUtf8 (textOffset: number, byteOrderMark: number, window: TextWindow): ImportFileError {

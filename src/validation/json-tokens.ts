@@ -8,18 +8,31 @@ export interface TextPosition {
   column: number
 }
 
-/** The position of `bytes[to]`, given that of `bytes[from]`. */
+/**
+ * The position of `bytes[to]`, given that of `bytes[from]`. A line ends at a LF, a CR or a CRLF, as
+ * editors count them; `from` and `to` are never between a CR and its LF.
+ */
 export function positionAfter ({ line, column }: TextPosition, bytes: Buffer, from: number, to: number): TextPosition {
-  // Searched within the range: a whole array on one line of megabytes has an element every few bytes.
+  // Searched within the range, each byte once: a whole array on one line of megabytes has an element every few bytes.
   const range = bytes.subarray(from, to)
   let lineStart = from
-  for (let i = range.indexOf(0x0a); i !== -1; i = range.indexOf(0x0a, i + 1)) {
-    line++
+  let lf = range.indexOf(LF)
+  let cr = range.indexOf(CR)
+  while (lf !== -1 || cr !== -1) {
+    const atLf = cr === -1 || (lf !== -1 && lf < cr)
+    const at = atLf ? lf : cr
+    if (atLf) lf = range.indexOf(LF, at + 1)
+    else cr = range.indexOf(CR, at + 1)
+    // A CRLF's LF ends no line of its own.
+    if (!atLf || range[at - 1] !== CR) line++
     column = 1
-    lineStart = from + i + 1
+    lineStart = from + at + 1
   }
   return { line, column: column + charactersIn(bytes, lineStart, to) }
 }
+
+const LF = 0x0a
+export const CR = 0x0d
 
 /**
  * How many characters (UTF-16 code units, as a JavaScript string counts them) the UTF-8 bytes from

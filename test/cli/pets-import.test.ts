@@ -552,6 +552,30 @@ test('a JSON fault at a token that starts in an earlier read is named where the 
   }
 })
 
+test('JSON positions count a bare CR, a LF and a CRLF as one line break each, a CRLF cut between two reads too', async (t) => {
+  const dir = tempDir(t)
+  const { databaseUrl } = await createTestStore(t)
+  const refused = '{"name":"b","categoryId":0}'
+  const cases: Array<[string | Buffer, number, RegExp]> = [
+    [`[{"name":"a","categoryId":1},\r${refused}]`, 1, /^element \[1\] at line 2, column 1: /m],
+    [`[{"name":"a","categoryId":1},\r\n\r\r\n ${refused}]`, 1, /^element \[1\] at line 4, column 2: /m],
+    ['[\r\r x]', 2, /not valid JSON: unexpected "x" at line 3, column 2$/m],
+    [Buffer.concat([Buffer.from('[\r\r '), Buffer.from([0xff]), Buffer.from(']')]), 2, /is not UTF-8: the bytes at line 3, column 2 \(byte 4\) are not/m],
+    // The CR ends the first read (64 KiB), the LF starts the second.
+    [Buffer.concat([Buffer.from(`[${' '.repeat(65_534)}\r\n `), Buffer.from([0xff]), Buffer.from(']')]), 2, /is not UTF-8: the bytes at line 2, column 2 \(byte 65538\) are not/m],
+    // A CR that ends the file, held for a LF that does not come, is read.
+    [`[${refused}]\r`, 1, /^element \[0\] at line 1, column 2: /m],
+    [Buffer.concat([Buffer.from(`[${refused}]\r`), Buffer.from([0xe2, 0x82])]), 2, /is not UTF-8: the bytes at line 2, column 1 \(byte 30\) are not/m]
+  ]
+  for (const [text, code, message] of cases) {
+    const file = join(dir, 'pets.json')
+    writeFileSync(file, text)
+    const result = await runCli(['pets', 'import', file, '--dry-run'], { DATABASE_URL: databaseUrl })
+    assert.equal(result.code, code, result.stdout + result.stderr)
+    assert.match(result.stdout + result.stderr, message)
+  }
+})
+
 test('a file changed between the two readings or during the second stores nothing from the change on', async (t) => {
   const { store } = await createTestStore(t)
   const file = sevenPetsCsv(t)
