@@ -16,6 +16,7 @@ import { eventRoutes } from './events/event.routes.js'
 import { pruneExpiredEvents } from './events/expired-event-prune.js'
 import { healthRoutes } from './health/health.routes.js'
 import { purgeExpiredKeys } from './idempotency/expired-key-purge.js'
+import { boundLingeringClose } from './lingering-close.js'
 import { IdempotentCreates } from './idempotency/idempotent-create.js'
 import { createMetrics, type Metrics } from './metrics/metrics.js'
 import { orderRoutes } from './orders/order.routes.js'
@@ -77,6 +78,8 @@ export const LIMITS = {
    * proxy was reusing at that moment lost its request (nginx: 502). Fastify's own default.
    */
   keepAliveTimeoutMs: 72_000,
+  /** The longest a connection this side has closed waits for the client to close it too (see boundLingeringClose). */
+  closingLingerMs: 2_000,
   /** Open connections per instance; more are refused by the socket layer. */
   maxConnections: 4096,
   /** Rate-limit counters kept in memory without Redis, of keys and, apart, of client addresses. */
@@ -158,6 +161,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = limits.maxConnections
+  boundLingeringClose(app.server, limits.closingLingerMs)
   // Every header line is read, within the 16 KiB a request's headers may take: past Node's default
   // of 1,000 lines the rest were dropped unseen, a second Authorization or Host line among them.
   app.server.maxHeadersCount = 0

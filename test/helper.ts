@@ -205,6 +205,32 @@ export async function untilReceived (received: () => string, seen: (text: string
   while (!seen(received()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
 }
 
+/**
+ * Opens a connection that never ends its side (allowHalfOpen: the client a server waits on after its
+ * answer), writes `sent`, and resolves with what it received once the server ended its own side; it
+ * stays open to the test's end.
+ */
+export async function halfOpenAnswered (t: TestContext, port: number, sent: string): Promise<string> {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+  defer(t, () => socket.destroy())
+  socket.on('error', () => {})
+  let received = ''
+  socket.on('data', (chunk) => { received += chunk })
+  socket.write(sent)
+  await once(socket, 'end')
+  return received
+}
+
+/** Whether `check` comes true within `ms`, tried every 50 ms. */
+export async function servedWithin (check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  do {
+    if (await check().catch(() => false)) return true
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  } while (Date.now() < deadline)
+  return false
+}
+
 /** Sends `request` on a connection of its own and ends it; resolves with all the server wrote back, once it closed the connection. */
 export async function exchange (testApp: TestApp, request: string): Promise<string> {
   const { socket, received, closed } = await openRawConnection(testApp)

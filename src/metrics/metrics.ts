@@ -4,6 +4,7 @@ import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'pr
 import { ApiError } from '../errors.js'
 import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed, NOT_COUNTED } from '../plugins/error-handler.js'
 import { announcesBody, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
+import { boundLingeringClose } from '../lingering-close.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**
@@ -68,9 +69,11 @@ export interface MetricsListenerLimits {
   headersTimeoutMs: number
   /** The longest a whole request may take to arrive. */
   requestTimeoutMs: number
+  /** The longest a connection this side has closed waits for the client to close it too (see boundLingeringClose). */
+  lingerMs: number
 }
 
-export const METRICS_LISTENER_LIMITS: MetricsListenerLimits = { maxConnections: 64, headersTimeoutMs: 5000, requestTimeoutMs: 10_000 }
+export const METRICS_LISTENER_LIMITS: MetricsListenerLimits = { maxConnections: 64, headersTimeoutMs: 5000, requestTimeoutMs: 10_000, lingerMs: 2000 }
 
 /**
  * GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. What
@@ -126,6 +129,7 @@ export function createMetricsServer (registry: MetricsSource, limits: MetricsLis
     server.emit('request', request, response)
   })
   server.maxConnections = limits.maxConnections
+  boundLingeringClose(server, limits.lingerMs)
   return server
 }
 

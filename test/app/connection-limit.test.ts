@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
 import { join } from 'node:path'
-import { build, closesWithin, defer, tempDir } from '../helper.js'
+import { build, closesWithin, defer, halfOpenAnswered, servedWithin, tempDir } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed at once, while another address is served', async (t) => {
@@ -38,6 +38,16 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
   idle[0]!.destroy()
   await freed
   assert.equal(await listPets('127.0.0.1'), 200, 'a freed slot is taken again')
+})
+
+test('a connection the server answered and closed (a 408) leaves its place among CONNECTIONS_PER_ADDRESS once a short wait for the client to close it too is over, not at the idle timeout (60 s)', async (t) => {
+  const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '2' }, limits: { headersTimeoutMs: 200, closingLingerMs: 200 } })
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = testApp.app.server.address() as { port: number }
+  const held = await Promise.all([halfOpenAnswered(t, port, 'G'), halfOpenAnswered(t, port, 'G')])
+  for (const received of held) assert.match(received, /^HTTP\/1\.1 408 /)
+  const listPets = async () => (await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: testApp.auth })).status === 200
+  assert.ok(await servedWithin(listPets, 2000), 'the address is served again')
 })
 
 test('an idle kept-alive connection is kept 72 s, longer than a proxy in front keeps its own (nginx, load balancers: 60 s), and the answers say so', async (t) => {

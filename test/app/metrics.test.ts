@@ -6,7 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
 import { WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
-import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, TEST_LIMITS, untilReceived } from '../helper.js'
+import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, halfOpenAnswered, servedWithin, TEST_LIMITS, untilReceived } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
@@ -106,7 +106,7 @@ test('the metrics listener answers CONNECT, malformed HTTP, another HTTP version
 })
 
 test('the metrics listener holds a bounded number of connections, and closes one whose request head is slow', async (t) => {
-  const server = createMetricsServer(createMetrics().registry, { maxConnections: 3, headersTimeoutMs: 200, requestTimeoutMs: 400 }).listen(0, '127.0.0.1')
+  const server = createMetricsServer(createMetrics().registry, { maxConnections: 3, headersTimeoutMs: 200, requestTimeoutMs: 400, lingerMs: 200 }).listen(0, '127.0.0.1')
   defer(t, () => server.close())
   await once(server, 'listening')
   const { port } = server.address() as AddressInfo
@@ -121,6 +121,16 @@ test('the metrics listener holds a bounded number of connections, and closes one
   assert.deepEqual(closed, [true, true, true], 'a slow request head is not waited for past its deadline')
   for (const { received } of held) assert.match(received(), /^HTTP\/1\.1 408 /)
   assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 200, 'served again once they are gone')
+})
+
+test('the metrics listener lets go of a connection it answered and closed, once a short wait for the client to close it too is over: 64 that never did kept scrapes out for good', async (t) => {
+  const server = createMetricsServer(createMetrics().registry, { maxConnections: 3, headersTimeoutMs: 200, requestTimeoutMs: 400, lingerMs: 200 }).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  const held = await Promise.all(Array.from({ length: 3 }, async () => await halfOpenAnswered(t, port, 'G')))
+  for (const received of held) assert.match(received, /^HTTP\/1\.1 408 /)
+  assert.ok(await servedWithin(async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).status === 200, 2000), 'a scrape is served again')
 })
 
 test('the metrics listener answers an Expect it cannot meet with a 417 in the Error shape, as the API does', async (t) => {
