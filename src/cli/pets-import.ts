@@ -11,7 +11,7 @@ import { promisify } from 'node:util'
 import type { Store } from '../store/store.js'
 import { ImportFileError, describePosition, formatOfFile, readImportItems, surveyImportFile, type FileState, type ImportFormat, type RejectedRow, type RowPosition } from '../pets/pet-import-file.js'
 import { importPets, type ImportReport } from '../pets/pet-import.js'
-import { RejectedRowsFile } from './rejected-rows-file.js'
+import { RejectedRowsFile, RejectedRowsFileError } from './rejected-rows-file.js'
 import { createProgress } from './progress.js'
 
 export interface PetsImportOptions {
@@ -79,8 +79,14 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
   // Opened before the import, so that a path that cannot be written stops it before anything is stored.
   const errorsHandle = options.errors === undefined ? undefined : await openErrorsFile(options.errors, file, options.storeFiles ?? [])
   try {
-    const errorsFile = errorsHandle === undefined ? undefined : new RejectedRowsFile(errorsHandle, format, csvHeader)
-    await errorsFile?.start()
+    const errorsFile = errorsHandle === undefined ? undefined : new RejectedRowsFile(errorsHandle, options.errors!, format, csvHeader)
+    try {
+      await errorsFile?.start()
+    } catch (error) {
+      if (!(error instanceof RejectedRowsFileError)) throw error
+      console.log(`${error.message}. Nothing stored.`)
+      return false
+    }
     console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
     // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
     const progress = createProgress(total, options.dryRun ? 'Checked' : 'Processed')
@@ -111,8 +117,14 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     try {
       report = stopNow === undefined ? await importing : await Promise.race([importing, once(stopNow, 'abort').then(() => undefined)])
     } catch (error) {
-      if (!(error instanceof ImportFileError)) throw error
       progress.stop()
+      if (error instanceof RejectedRowsFileError) {
+        // Stopped before the batch under way (none when it held only unreadable rows) was stored.
+        const rest = underWay === undefined ? '' : `; nothing from ${describePosition(underWay.first)} on`
+        console.log(`${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}${rest}`}.`)
+        return false
+      }
+      if (!(error instanceof ImportFileError)) throw error
       console.log(`${file}: ${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}, the file's first valid rows`}; the rest not.`)
       return false
     }

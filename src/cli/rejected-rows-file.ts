@@ -6,6 +6,11 @@ import { REPORT_COLUMNS, type ImportFormat, type RejectedRow } from '../pets/pet
 // JSON whitespace holding a line break: outside any string, since a JSON string cannot hold one raw.
 const LINE_BREAKS = /[ \t]*[\r\n][ \t\r\n]*/g
 
+/** The report cannot be written (a full disk, a pipe whose reader is gone): the import stops there, and says what it stored. */
+export class RejectedRowsFileError extends Error {
+  override name = 'RejectedRowsFileError'
+}
+
 /**
  * Writes every rejected row for `pets import --errors FILE`, in the format of the file imported, as
  * they come: for CSV, the columns `line` and `error` and then the file's own, which the import
@@ -16,18 +21,27 @@ export class RejectedRowsFile {
   /** The CSV file's columns kept in the report, by their place in its header. */
   readonly #kept: number[]
 
-  constructor (private readonly file: FileHandle, private readonly format: ImportFormat, private readonly csvHeader: string[] = []) {
+  /** `path`: the file's, as given, for messages. */
+  constructor (private readonly file: FileHandle, private readonly path: string, private readonly format: ImportFormat, private readonly csvHeader: string[] = []) {
     // A file that is itself such a report has its `line` and `error` columns replaced.
     this.#kept = csvHeader.flatMap((name, i) => REPORT_COLUMNS.includes(name) ? [] : [i])
   }
 
   /** Writes the CSV report's header (a JSON report has none). */
   async start (): Promise<void> {
-    if (this.format === 'csv') await this.file.write(stringify([[...REPORT_COLUMNS, ...this.#kept.map((i) => this.csvHeader[i])]]))
+    if (this.format === 'csv') await this.#write(stringify([[...REPORT_COLUMNS, ...this.#kept.map((i) => this.csvHeader[i])]]))
   }
 
   async write (rejected: RejectedRow[]): Promise<void> {
-    await this.file.write(this.format === 'csv' ? stringify(rejected.map((row) => this.#csvRecord(row))) : rejected.map(jsonLine).join(''))
+    await this.#write(this.format === 'csv' ? stringify(rejected.map((row) => this.#csvRecord(row))) : rejected.map(jsonLine).join(''))
+  }
+
+  async #write (text: string): Promise<void> {
+    try {
+      await this.file.write(text)
+    } catch (error) {
+      throw new RejectedRowsFileError(`--errors ${this.path} cannot be written (${error instanceof Error ? error.message : String(error)})`, { cause: error })
+    }
   }
 
   #csvRecord ({ position, reason, source }: RejectedRow): unknown[] {

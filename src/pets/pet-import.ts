@@ -11,7 +11,7 @@ export interface ImportOptions {
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
-  /** Called before each batch is stored, with its first and last readable rows. */
+  /** Called before each batch is gone through (its rejected rows reported, its valid ones stored), with its first and last readable rows. */
   onBatch?: (first: RowPosition, last: RowPosition) => void
   /** Called after each batch with the number of rows gone through so far (unreadable ones too), and of pets stored (or, in a dry run, valid). */
   onProgress?: (rowsDone: number, stored: number) => void
@@ -63,12 +63,13 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
       else rejected.push({ position: item.position, reason: formatValidationErrors(validate.errors ?? [], 'row').message, source: item.source })
     }
     report.rejected += rejected.length
+    const storing = report.failedBatch === undefined && rows.length > 0
+    if (storing) onBatch?.(rows[0]!.position, rows.at(-1)!.position)
     if (rejected.length > 0) await onRejected?.(rejected)
     if (report.failedBatch !== undefined) {
       report.notTried.count += valid.length
       report.notTried.first ??= rows[0]?.position
-    } else if (rows.length > 0) {
-      onBatch?.(rows[0]!.position, rows.at(-1)!.position)
+    } else if (storing) {
       try {
         if (!dryRun && valid.length > 0) {
           await pets.insertMany(valid.map((pet) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))

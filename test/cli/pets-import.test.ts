@@ -182,6 +182,27 @@ test('a batch whose answer is lost with the connection is reported as perhaps st
   assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b', 'c', 'd', 'e', 'f'], 'as here, where it was')
 })
 
+test('--errors FILE that cannot be written (a full disk) stops the import with its report: what was stored, and from where nothing was', async (t) => {
+  const { store } = await createTestStore(t)
+  const dir = tempDir(t)
+  // The second batch (lines 3 and 4) has the first rejected row: it is the first thing written to a JSON Lines report.
+  const file = join(dir, 'pets.json')
+  writeFileSync(file, '[{"name":"a","categoryId":1},\n{"name":"b","categoryId":1},\n{"name":"c","categoryId":1},\n{"name":"bad","categoryId":0},\n{"name":"e","categoryId":1}]')
+  const printed: string[] = []
+  t.mock.method(console, 'log', (line: string) => { printed.push(line) })
+  const done = await runPetsImport(async (work) => await work(store), file, { batchSize: 2, dryRun: false, errors: '/dev/full' })
+  assert.equal(done, false)
+  // It ended with a bare "petstore: ENOSPC: no space left on device, write", naming neither the file nor what was stored.
+  assert.equal(printed.at(-1), '--errors /dev/full cannot be written (ENOSPC: no space left on device, write). Stored: 2 pets; nothing from element [2] at line 3, column 1 on.', printed.join('\n'))
+  assert.deepEqual((await storedPets(store.db)).map(([name]) => name), ['a', 'b'])
+  // A CSV report's header is written first: nothing is stored.
+  const csv = sevenPetsCsv(t)
+  printed.length = 0
+  assert.equal(await runPetsImport(async (work) => await work(store), csv, { batchSize: 2, dryRun: false, errors: '/dev/full' }), false)
+  assert.equal(printed.at(-1), '--errors /dev/full cannot be written (ENOSPC: no space left on device, write). Nothing stored.', printed.join('\n'))
+  assert.equal((await storedPets(store.db)).length, 2)
+})
+
 for (const [ending, batchEnds] of [['never ends (a frozen store)', false], ['commits after the signals', true]] as const) {
   test(`a second SIGTERM or Ctrl-C stops an import at once, without waiting for the batch under way, which ${ending}, and says what was stored and what may be`, async (t) => {
     const { store } = await createTestStore(t)
