@@ -32,6 +32,8 @@ for (const limit of ['600', '0']) describe(`with RATE_LIMIT_PER_MINUTE=${limit}`
       `Basic ${Buffer.from('user:pass').toString('base64')}`,
       `Token ${forged}`,
       testApp.auth.authorization.replace('Bearer ', 'Bearer  x'),
+      // A byte 0xA0 after the key (read as Latin-1, U+00A0): trimmed as whitespace, it passed.
+      `${testApp.auth.authorization}\u00a0`,
       'x'.repeat(2000)
     ]
     for (const authorization of cases) {
@@ -55,6 +57,9 @@ for (const limit of ['600', '0']) describe(`with RATE_LIMIT_PER_MINUTE=${limit}`
       const response = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `${scheme} ${key}` } })
       assert.equal(response.statusCode, 200, scheme)
     }
+    // Spaces and tabs after a header's value are not part of it (RFC 9110, section 5.5).
+    const trailing = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key} \t ` } })
+    assert.equal(trailing.statusCode, 200)
   })
 
   test('a revoked key is refused once the cache entry expires', async (t) => {
