@@ -1,11 +1,16 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry, Registry } from 'prom-client'
+import { ApiError } from '../errors.js'
 
 // prom-client's own messages, which each worker answers from the listener reportToPrimary installs.
 const REQUEST = 'prom-client:getMetricsReq'
 const RESPONSE = 'prom-client:getMetricsRes'
 /** How long a scrape waits for a worker's answer; past it, the worker counts as its last answer's counts. */
 const ANSWER_MS = 1000
+
+const NOTHING_KNOWN = new ApiError(503, 'service_unavailable', 'No worker has answered a scrape yet (starting, or frozen): nothing is known to show', {
+  headers: { 'retry-after': '1' }
+})
 
 /** A worker's metrics as `Registry.getMetricsAsJSON()` gives them, and `AggregatorRegistry.aggregate` takes them. */
 type MetricsJson = Array<{ name: string, type: string, values: unknown[] }>
@@ -16,7 +21,8 @@ type MetricsJson = Array<{ name: string, type: string, values: unknown[] }>
  * the counters went down (which Prometheus reads as a reset, and `rate()` as a burst of requests that
  * never were), and a worker still starting held a scrape 5 s, then failed it. Here a worker that exits
  * leaves its counters and histograms as its last answer had them; a worker not serving yet is not
- * asked; one that does not answer within a second counts as its last answer's counters.
+ * asked; one that does not answer within a second counts as its last answer's counters. Until one has
+ * answered, a scrape fails (503).
  */
 export class ClusterMetrics {
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE
@@ -41,6 +47,8 @@ export class ClusterMetrics {
     // A worker that exited while the others answered is in the retired sums now, with what it answered:
     // counted once, not twice (a scrape during a restart summed 67 of 40 creates).
     const serving = answers.filter((_, i) => !this.#retiredWorkers.has(asked[i]!))
+    // Empty, the answer would be a 200 without a series: a target up to Prometheus, and no sign why.
+    if ([this.#retired, ...serving].every((metrics) => metrics.length === 0)) throw NOTHING_KNOWN
     return await AggregatorRegistry.aggregate([this.#retired, ...serving]).metrics()
   }
 

@@ -116,8 +116,8 @@ export function createMetricsServer (registry: MetricsSource, limits: MetricsLis
     }
     collect().then((text) => {
       response.writeHead(200, { 'content-type': registry.contentType }).end(text)
-    }, () => {
-      answerWithError(response, NOT_COLLECTED)
+    }, (error: unknown) => {
+      answerWithError(response, error instanceof ApiError ? error : NOT_COLLECTED)
     })
   })
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => { answerClientError(error, socket, NOT_COUNTED) })

@@ -4,6 +4,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { ClusterMetrics } from '../../src/metrics/cluster-metrics.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
 import { WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
 import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, halfOpenAnswered, servedWithin, TEST_LIMITS, untilReceived } from '../helper.js'
@@ -131,6 +132,17 @@ test('the metrics listener lets go of a connection it answered and closed, once 
   const held = await Promise.all(Array.from({ length: 3 }, async () => await halfOpenAnswered(t, port, 'G')))
   for (const received of held) assert.match(received, /^HTTP\/1\.1 408 /)
   assert.ok(await servedWithin(async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).status === 200, 2000), 'a scrape is served again')
+})
+
+test('with workers, a scrape before any worker has answered one is a 503, not an empty 200, which Prometheus reads as a target up with no series', async (t) => {
+  const cluster = new ClusterMetrics()
+  const server = createMetricsServer({ metrics: async () => await cluster.metrics([]), contentType: cluster.contentType }).listen(0, '127.0.0.1')
+  defer(t, () => server.close())
+  await once(server, 'listening')
+  const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)
+  assert.equal(response.status, 503)
+  assert.equal(response.headers.get('retry-after'), '1')
+  assert.deepEqual(await response.json(), { code: 'service_unavailable', message: 'No worker has answered a scrape yet (starting, or frozen): nothing is known to show', status: 503 })
 })
 
 test('the metrics listener answers an Expect it cannot meet with a 417 in the Error shape, as the API does', async (t) => {
