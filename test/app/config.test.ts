@@ -36,6 +36,9 @@ test('a configuration error names the variable, the value received and what is a
     // Of the form, but no URL: it once passed, to fail as "Migration failed: Invalid URL" with exit 1.
     [{ DATABASE_URL: 'postgres://app:s3cret@db:99999/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:99999/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
+    // Taken, it was the user's database (postgres), which `keys list` migrated.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db:5432' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432"; it names no database: add /DB after the host and port'],
+    [{ DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/?sslmode=require' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/?sslmode=require"; it names no database: add /DB after the host and port'],
     // Taken, the driver connected to "secretpart" and its error named that host: a part of the password.
     [{ DATABASE_URL: 'postgres://app:hunter2@secretpart/rest@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432/pets"; ' +
     'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
