@@ -47,15 +47,17 @@ export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiK
     .executeTakeFirst()
 }
 
-/** True when a key with this id exists (revoking it twice is not an error). */
-export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClock): Promise<boolean> {
+/** What revoking a key did: revoking it twice is not an error. */
+export type Revocation = 'revoked' | 'revoked already' | 'no such key'
+
+export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClock): Promise<Revocation> {
   const result = await db.updateTable('api_keys')
     .set({ revoked_at: isoNow(clock) })
     .where('id', '=', id)
     .where('revoked_at', 'is', null)
     .executeTakeFirst()
-  if (result.numUpdatedRows > 0n) return true
-  return (await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
+  if (result.numUpdatedRows > 0n) return 'revoked'
+  return (await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) === undefined ? 'no such key' : 'revoked already'
 }
 
 /**

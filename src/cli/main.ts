@@ -180,12 +180,13 @@ key's lifetime is set as for keys create. A revoked or expired key cannot be rot
     .argument('<id>', 'the key id, from `keys list`', parseKeyId)
     .addHelpText('after', examples(`${cmd} keys revoke 2`))
     .action(async (id: bigint) => {
-      if (!await withStore(({ db }) => revokeApiKey(db, id))) {
+      const revocation = await withStore(({ db }) => revokeApiKey(db, id))
+      if (revocation === 'no such key') {
         console.error(`petstore: no API key with id ${id}`)
         process.exitCode = EXIT_FAILURE
         return
       }
-      console.log(`Revoked API key ${id}.`)
+      console.log(revocation === 'revoked' ? `Revoked API key ${id}.` : `API key ${id} was revoked already.`)
     })
 
   const pets = program.command('pets').description('manage pets in bulk')
@@ -260,7 +261,7 @@ printProcessWarnings() // serve logs them instead (see logProcessWarnings)
 // `KEY=$(petstore keys create ...)` then got nothing, the key stored but never shown.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   console.error(`petstore: the standard output cannot be written (${error.code ?? error.message}): what this command printed is lost` +
-    ' (a key it made is stored, unseen: find it with keys list, and revoke it)')
+    ' (a key made by keys create or rotate is stored, unseen: find it with keys list, and revoke it)')
   process.exitCode = EXIT_FAILURE
 })
 

@@ -50,8 +50,13 @@ forEachStore((store) => {
     await runCli(['keys', 'create', '--name', 'a'], env)
     const revoked = await runCli(['keys', 'revoke', '1'], env)
     assert.equal(revoked.code, 0, revoked.stderr)
+    assert.equal(revoked.stdout, 'Revoked API key 1.\n')
     const [key] = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout)
     assert.equal(key.revoked, true)
+    // Again: nothing to do, and said so (it said "Revoked" again).
+    const again = await runCli(['keys', 'revoke', '1'], env)
+    assert.equal(again.code, 0, again.stderr)
+    assert.equal(again.stdout, 'API key 1 was revoked already.\n')
 
     const unknown = await runCli(['keys', 'revoke', '99'], env)
     assert.equal(unknown.code, 1)
