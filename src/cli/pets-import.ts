@@ -107,8 +107,8 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
         progress.update(done)
       },
       onRejected: async (rejected) => {
-        shown.push(...rejected.slice(0, SHOWN_REJECTIONS - shown.length))
         await errorsFile?.write(rejected)
+        shown.push(...rejected.slice(0, SHOWN_REJECTIONS - shown.length))
       }
     }))
     // Stopped at once, the import is left to the process's end: what it does after is not reported.
@@ -117,14 +117,8 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     try {
       report = stopNow === undefined ? await importing : await Promise.race([importing, once(stopNow, 'abort').then(() => undefined)])
     } catch (error) {
-      progress.stop()
-      if (error instanceof RejectedRowsFileError) {
-        // Stopped before the batch under way (none when it held only unreadable rows) was stored.
-        const rest = underWay === undefined ? '' : `; nothing from ${describePosition(underWay.first)} on`
-        console.log(`${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}${rest}`}.`)
-        return false
-      }
       if (!(error instanceof ImportFileError)) throw error
+      progress.stop()
       console.log(`${file}: ${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}, the file's first valid rows`}; the rest not.`)
       return false
     }
@@ -152,10 +146,13 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
       else console.log(`Store failure: ${batch} was not stored: ${reason}`)
       if (report.notTried.first !== undefined) console.log(`Not tried after the failure: ${count(report.notTried.count, 'valid row')}, from ${describePosition(report.notTried.first)} to the end.`)
     }
+    if (report.unreported !== undefined) {
+      console.log(`${report.unreported.reason}: the import stopped there; nothing from ${describePosition(report.unreported.first)} on was gone through.`)
+    }
     if (report.stopped !== undefined) {
       console.log(`Stopped (SIGTERM or Ctrl-C) after the batch under way: ${count(total - rowsDone, 'row')} not tried, from ${describePosition(report.stopped.first)} to the end.`)
     }
-    return report.rejected === 0 && report.failedBatch === undefined && report.stopped === undefined
+    return report.rejected === 0 && report.failedBatch === undefined && report.stopped === undefined && report.unreported === undefined
   } finally {
     await errorsHandle?.close()
   }

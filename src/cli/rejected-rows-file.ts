@@ -38,7 +38,9 @@ export class RejectedRowsFile {
 
   async #write (text: string): Promise<void> {
     try {
-      await this.file.write(text)
+      // A write may take less than it was given (a disk filling up): the rest is written, or fails, after it.
+      const bytes = Buffer.from(text)
+      for (let written = 0; written < bytes.length;) written += (await this.file.write(bytes, written)).bytesWritten
     } catch (error) {
       throw new RejectedRowsFileError(`--errors ${this.path} cannot be written (${error instanceof Error ? error.message : String(error)})`, { cause: error })
     }

@@ -11,11 +11,11 @@ export interface ImportOptions {
   batchSize: number
   /** Validate only; store nothing. */
   dryRun: boolean
-  /** Called before each batch is gone through (its rejected rows reported, its valid ones stored), with its first and last readable rows. */
+  /** Called before each batch is stored, with its first and last readable rows. */
   onBatch?: (first: RowPosition, last: RowPosition) => void
   /** Called after each batch with the number of rows gone through so far (unreadable ones too), and of pets stored (or, in a dry run, valid). */
   onProgress?: (rowsDone: number, stored: number) => void
-  /** Given each batch's rejected rows, in the file's order; awaited before the next batch. */
+  /** Given each batch's rejected rows, in the file's order; awaited before the next batch. Should it fail, the import stops (see `unreported`). */
   onRejected?: (rows: RejectedRow[]) => void | Promise<void>
   /** Once aborted, no batch after the one under way is stored. */
   signal?: AbortSignal
@@ -41,6 +41,8 @@ export interface ImportReport {
    * The rows from it on are not read, so that a stop is as quick for a file of millions of rows.
    */
   stopped?: { first: RowPosition }
+  /** Set when `onRejected` failed (a report that cannot be written): the batch it failed on, and why; nothing from it on was gone through. */
+  unreported?: { first: RowPosition, reason: string }
 }
 
 /**
@@ -53,7 +55,8 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
   const report: ImportReport = { stored: 0, rejected: 0, notTried: { count: 0 } }
   let rowsDone = 0
 
-  const importBatch = async (batch: ImportItem[]) => {
+  /** Goes through a batch; false when the import must stop (see `unreported`). */
+  const importBatch = async (batch: ImportItem[]): Promise<boolean> => {
     const rows = batch.filter((item) => !isRejected(item))
     const valid: NewPet[] = []
     const rejected: RejectedRow[] = []
@@ -62,14 +65,20 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
       else if (validate(item.value) === true) valid.push(item.value as NewPet)
       else rejected.push({ position: item.position, reason: formatValidationErrors(validate.errors ?? [], 'row').message, source: item.source })
     }
+    if (rejected.length > 0) {
+      try {
+        await onRejected?.(rejected)
+      } catch (error) {
+        report.unreported = { first: batch[0]!.position, reason: error instanceof Error ? error.message : String(error) }
+        return false
+      }
+    }
     report.rejected += rejected.length
-    const storing = report.failedBatch === undefined && rows.length > 0
-    if (storing) onBatch?.(rows[0]!.position, rows.at(-1)!.position)
-    if (rejected.length > 0) await onRejected?.(rejected)
     if (report.failedBatch !== undefined) {
       report.notTried.count += valid.length
       report.notTried.first ??= rows[0]?.position
-    } else if (storing) {
+    } else if (rows.length > 0) {
+      onBatch?.(rows[0]!.position, rows.at(-1)!.position)
       try {
         if (!dryRun && valid.length > 0) {
           await pets.insertMany(valid.map((pet) => ({ ...pet, status: pet.status ?? DEFAULT_PET_STATUS })))
@@ -83,6 +92,7 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
     onProgress?.(rowsDone, report.stored)
     // A batch stored on this thread (SQLite) leaves the event loop no turn to hear a signal by.
     if (signal !== undefined) await nextTurn()
+    return true
   }
 
   // A batch holds `batchSize` readable rows, and the unreadable ones among them.
@@ -97,9 +107,10 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
       }
       batch.push(item)
       if (isRejected(item) || ++readable < batchSize) continue
-      await importBatch(batch)
+      const goOn = await importBatch(batch)
       batch = []
       readable = 0
+      if (!goOn) break rows
     }
   }
   if (batch.length > 0) await importBatch(batch)
