@@ -40,9 +40,9 @@ export class SqliteConnection {
   /** `queryOnly` refuses every write on this connection, for one that serves reads alone. */
   constructor (path: string, durability: Durability, { queryOnly = false } = {}) {
     makeFolder(dirname(resolve(path)))
+    if (!queryOnly && existsSync(path)) refuseReadOnly(path)
     this.#sqlite = new SqliteDatabase(path)
     this.#path = path
-    if (!queryOnly) refuseReadOnly(path)
     this.#file = statSync(path)
     this.#sqlite.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
     // WAL with synchronous=NORMAL: a commit survives a crash of the process, not a power loss; FULL
