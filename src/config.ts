@@ -224,10 +224,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
         'that is not percent-encoded: write / as %2F (and @ as %40)')
     }
     if (!URL.canParse(url)) throw notAUrl(name, url)
-    // The driver then takes the user's name for the database's: postgres, the server's own, which a
-    // command migrated without a word.
-    if (['', '/'].includes(new URL(url).pathname)) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port`)
+    // The driver then takes PGDATABASE's, or else the user's name for it: postgres, the server's own,
+    // which a command migrated without a word.
+    if (['', '/'].includes(new URL(url).pathname) && (env.PGDATABASE ?? '') === '') {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
   }
   if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {

@@ -37,8 +37,8 @@ test('a configuration error names the variable, the value received and what is a
     [{ DATABASE_URL: 'postgres://app:s3cret@db:99999/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:99999/pets"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
     // Taken, it was the user's database (postgres), which `keys list` migrated.
-    [{ DATABASE_URL: 'postgres://app:s3cret@db:5432' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432"; it names no database: add /DB after the host and port'],
-    [{ DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/?sslmode=require' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/?sslmode=require"; it names no database: add /DB after the host and port'],
+    [{ DATABASE_URL: 'postgres://app:s3cret@db:5432' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432"; it names no database: add /DB after the host and port (or set PGDATABASE)'],
+    [{ DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/?sslmode=require' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/?sslmode=require"; it names no database: add /DB after the host and port (or set PGDATABASE)'],
     // Taken, the driver connected to "secretpart" and its error named that host: a part of the password.
     [{ DATABASE_URL: 'postgres://app:hunter2@secretpart/rest@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432/pets"; ' +
     'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
@@ -130,4 +130,8 @@ test('an invalid value is a one-line error naming the variable', () => {
       return true
     })
   }
+})
+
+test('a PostgreSQL URL without a database is taken when PGDATABASE names one, as the driver then connects to it', () => {
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://app@db:5432', PGDATABASE: 'pets' }).DATABASE_URL, 'postgres://app@db:5432')
 })
