@@ -2,9 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net'
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client'
 import { ApiError } from '../errors.js'
+import { boundLingeringClose } from '../lingering-close.js'
 import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed, NOT_COUNTED } from '../plugins/error-handler.js'
 import { announcesBody, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
-import { boundLingeringClose } from '../lingering-close.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**

@@ -39,6 +39,7 @@ function withoutTrailingSpace (text: string): string {
   while (end > 0 && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--
   return end === text.length ? text : text.slice(0, end)
 }
+
 /** A key expiring sooner than this says so on every answer, as GitHub's tokens do. */
 const EXPIRATION_NOTICE_MS = 7 * 24 * 3_600_000
 
