@@ -24,12 +24,12 @@ export function Name (what: string, example: string) {
   return Type.String({
     format: 'pet-name',
     // What standard keywords can say of the rule, for validators that do not know the format: not
-    // empty, one character that is not whitespace, no U+0000 nor lone surrogate, read alike with
+    // empty, one character that is not whitespace (nor U+0085, which \s leaves out), no U+0000 nor lone surrogate, read alike with
     // regular expressions' u flag or without (without it, `[^\ud800-\udfff]` refused every emoji).
     // (A lookahead: `[^\0]*\S[^\0]*` would backtrack quadratically on a long name ending in U+0000.)
     // The length once trimmed cannot be said.
     minLength: 1,
-    pattern: '^(?=[\\s\\S]*\\S)(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$',
+    pattern: '^(?=[\\s\\S]*[^\\s\\u0085])(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$',
     description: `${what}: 1 to 100 characters (code points) once whitespace at both ends is trimmed, without U+0000; stored as sent`,
     examples: [example]
   })
