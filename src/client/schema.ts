@@ -1080,6 +1080,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The `Expect` header asks for something other than `100-continue` */
+        ExpectationFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "expectation_failed",
+                 *       "message": "Expect: 100-later cannot be met; only 100-continue can",
+                 *       "status": 417
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The API key lacks the scope this operation needs */
         Forbidden: {
             headers: {
@@ -1163,6 +1179,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request line and headers are over 16 KiB */
+        HeaderTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "header_too_large",
+                 *       "message": "Request Header Fields Too Large",
+                 *       "status": 431
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A fault in the service; it is logged with the request id */
         InternalError: {
             headers: {
@@ -1222,26 +1254,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The path exists but not with this method; `Allow` lists the methods (the answer to any method this path does not serve) */
-        MethodNotAllowedWithStability: {
-            headers: {
-                Allow: components["headers"]["Allow"];
-                "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "method_not_allowed",
-                 *       "message": "PUT is not allowed here; use GET, HEAD, POST",
-                 *       "status": 405
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description Not found */
         NotFound: {
             headers: {
@@ -1279,6 +1291,22 @@ export interface components {
                  *       "code": "not_found",
                  *       "message": "No webhook with id 7",
                  *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request took longer than 30 s to arrive */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "request_timeout",
+                 *       "message": "Request Timeout",
+                 *       "status": 408
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1503,22 +1531,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
-        UriTooLongWithStability: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "uri_too_long",
-                 *       "message": "A path segment is longer than 8192 characters",
-                 *       "status": 414
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
     };
     parameters: {
         /**
@@ -1653,8 +1665,11 @@ export interface operations {
             400: components["responses"]["BadRequestWithStability"];
             401: components["responses"]["UnauthorizedWithStability"];
             403: components["responses"]["ForbiddenWithStability"];
-            405: components["responses"]["MethodNotAllowedWithStability"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -1724,12 +1739,15 @@ export interface operations {
             };
             401: components["responses"]["UnauthorizedWithStability"];
             403: components["responses"]["ForbiddenWithStability"];
-            405: components["responses"]["MethodNotAllowedWithStability"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["ConflictWithStability"];
             413: components["responses"]["ContentTooLargeWithStability"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             422: components["responses"]["UnprocessableContentWithStability"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -1806,6 +1824,20 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -1814,6 +1846,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1939,8 +1978,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLongWithStability"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -2028,8 +2070,22 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2043,6 +2099,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2171,8 +2234,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             410: components["responses"]["GoneWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -2251,6 +2317,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Events after `after` are no longer kept: read the current state, then continue from the oldest event kept */
             410: {
                 headers: {
@@ -2258,6 +2331,13 @@ export interface operations {
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2270,6 +2350,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2371,7 +2458,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             410: components["responses"]["GoneWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too many requests, or the key holds as many open streams as it may (`MAX_STREAMS_PER_KEY`) */
             429: {
                 headers: {
@@ -2393,6 +2482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -2448,7 +2538,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2514,11 +2607,14 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             422: components["responses"]["UnprocessableContent"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2595,6 +2691,20 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -2602,6 +2712,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2756,8 +2873,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             410: components["responses"]["Gone"];
             414: components["responses"]["UriTooLong"];
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -2781,6 +2900,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["HeaderTooLarge"];
             /** @description A fault in the service; it is logged with the request id */
             500: {
                 headers: {
@@ -2921,6 +3041,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Removed at its sunset (getPet: from 5 December 2030, for any id) */
             410: {
                 headers: {
@@ -2941,6 +3068,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -2951,6 +3085,13 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
                     Sunset: components["headers"]["Sunset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3028,8 +3169,11 @@ export interface operations {
             400: components["responses"]["BadRequestWithStability"];
             401: components["responses"]["UnauthorizedWithStability"];
             403: components["responses"]["ForbiddenWithStability"];
-            405: components["responses"]["MethodNotAllowedWithStability"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -3098,7 +3242,8 @@ export interface operations {
             };
             401: components["responses"]["UnauthorizedWithStability"];
             403: components["responses"]["ForbiddenWithStability"];
-            405: components["responses"]["MethodNotAllowedWithStability"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description The pet is not available */
             409: {
                 headers: {
@@ -3121,6 +3266,7 @@ export interface operations {
             };
             413: components["responses"]["ContentTooLargeWithStability"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             /** @description No pet has this petId */
             422: {
                 headers: {
@@ -3142,6 +3288,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -3220,6 +3367,20 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -3228,6 +3389,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3356,8 +3524,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLongWithStability"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -3445,8 +3616,22 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3460,6 +3645,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3595,6 +3787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description The order cannot make this move; nothing changed */
             409: {
                 headers: {
@@ -3616,9 +3809,11 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLargeWithStability"];
-            414: components["responses"]["UriTooLongWithStability"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -3671,8 +3866,11 @@ export interface operations {
             400: components["responses"]["BadRequestWithStability"];
             401: components["responses"]["UnauthorizedWithStability"];
             403: components["responses"]["ForbiddenWithStability"];
-            405: components["responses"]["MethodNotAllowedWithStability"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -3757,7 +3955,8 @@ export interface operations {
             };
             401: components["responses"]["UnauthorizedWithStability"];
             403: components["responses"]["ForbiddenWithStability"];
-            405: components["responses"]["MethodNotAllowedWithStability"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed */
             409: {
                 headers: {
@@ -3780,6 +3979,7 @@ export interface operations {
             };
             413: components["responses"]["ContentTooLargeWithStability"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored; or the `Idempotency-Key` was used before with another body */
             422: {
                 headers: {
@@ -3801,6 +4001,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -3877,6 +4078,20 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -3885,6 +4100,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4000,8 +4222,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLongWithStability"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -4075,10 +4300,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["ContentTooLargeWithStability"];
-            414: components["responses"]["UriTooLongWithStability"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -4166,8 +4394,22 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4181,6 +4423,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4301,9 +4550,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["ContentTooLargeWithStability"];
-            414: components["responses"]["UriTooLongWithStability"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             /** @description The URL is refused: not https, with credentials, port 0 or a fragment, or naming or resolving to an address that is not public; nothing was stored */
             422: {
                 headers: {
@@ -4325,6 +4576,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -4400,8 +4652,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            414: components["responses"]["UriTooLongWithStability"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -4495,8 +4750,22 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request took longer than 30 s to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A path parameter (an id) is longer than 8,192 characters (past 16 KiB with the headers, a 431) */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Expect` header asks for something other than `100-continue` */
+            417: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4510,6 +4779,13 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers are over 16 KiB */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4640,6 +4916,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description The attempt's event is no longer kept in the event log, so it cannot be sent again */
             410: {
                 headers: {
@@ -4661,8 +4938,9 @@ export interface operations {
                 };
             };
             413: components["responses"]["ContentTooLargeWithStability"];
-            414: components["responses"]["UriTooLongWithStability"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too many requests, or 100 retries of this subscription are queued already */
             429: {
                 headers: {
@@ -4684,6 +4962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
@@ -4765,10 +5044,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["ContentTooLargeWithStability"];
-            414: components["responses"]["UriTooLongWithStability"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequestsWithStability"];
+            431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };

@@ -1,4 +1,5 @@
 import { SECURITY_HEADERS } from '../plugins/security-headers.js'
+import { UNREAD_STATUSES } from './unread-requests.js'
 
 /**
  * The response headers the API sends, as reusable components of the OpenAPI document: routes declare
@@ -57,15 +58,19 @@ export function responseHeaders (...names: HeaderName[]): Record<string, unknown
 // Every operation is under /v1: behind a key, and counted by the rate limit.
 const KEYED: HeaderName[] = ['RateLimit', 'RateLimit-Policy', 'API-Key-Expiration']
 const DEPRECATED: HeaderName[] = ['Deprecation', 'Sunset', 'Link']
-const ROUTER_STATUSES = new Set(['405', '414'])
+// Answered before the key is read: the router's 414 (an id too long), and those of a request not read whole.
+const UNKEYED_STATUSES = new Set(['414', ...UNREAD_STATUSES])
+// Answered before any route's hooks run: those, and the router's 405 (no such method).
+const BEFORE_ROUTE_STATUSES = new Set(['405', ...UNKEYED_STATUSES])
 
 interface Operation { deprecated?: boolean, 'x-stability'?: string, responses?: Record<string, { headers?: Record<string, unknown> }> }
 
 /**
  * Every response of every operation (all under /v1, so all behind a key and counted by the rate
  * limit) gets the headers it carries, each as a `$ref` to its component: its own, the rate limit's
- * and the key's expiry (but on the router's 414), on a deprecated operation the deprecation's, and on a
- * marked one `API-Stability` (those two but on the router's answers).
+ * and the key's expiry (but on the router's 414 and the answers to requests not read whole), on a
+ * deprecated operation the deprecation's, and on a marked one `API-Stability` (those two but on the
+ * answers given before any route's hooks run).
  */
 export function declareHeaders (paths: Record<string, Record<string, Operation>>): void {
   for (const item of Object.values(paths)) {
@@ -73,11 +78,10 @@ export function declareHeaders (paths: Record<string, Record<string, Operation>>
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const names = new Set([
           ...Object.keys(response.headers ?? {}) as HeaderName[],
-          // The router's 414 comes before the key is read, and is not counted.
-          ...status === '414' ? [] : KEYED,
-          // Neither is on the answers the router gives before any route's hooks run (no such method, an id too long).
-          ...operation.deprecated !== true || ROUTER_STATUSES.has(status) ? [] : DEPRECATED,
-          ...operation['x-stability'] === undefined || ROUTER_STATUSES.has(status) ? [] : ['API-Stability' as const]
+          // Those answers come before the key is read, and are not counted.
+          ...UNKEYED_STATUSES.has(status) ? [] : KEYED,
+          ...operation.deprecated !== true || BEFORE_ROUTE_STATUSES.has(status) ? [] : DEPRECATED,
+          ...operation['x-stability'] === undefined || BEFORE_ROUTE_STATUSES.has(status) ? [] : ['API-Stability' as const]
         ])
         response.headers = Object.fromEntries([...names].map((name) => {
           if (!(name in HEADER_COMPONENTS)) throw new Error(`the response header ${name} has no component; declare it with responseHeaders()`)

@@ -15,13 +15,16 @@ const ERROR_RESPONSE_NAMES: Record<string, string> = {
   403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
+  408: 'RequestTimeout',
   410: 'Gone',
   409: 'Conflict',
   413: 'ContentTooLarge',
   414: 'UriTooLong',
   415: 'UnsupportedMediaType',
+  417: 'ExpectationFailed',
   422: 'UnprocessableContent',
   429: 'TooManyRequests',
+  431: 'HeaderTooLarge',
   500: 'InternalError',
   503: 'ServiceUnavailable'
 }
@@ -45,7 +48,8 @@ export function shareErrorResponses (paths: Paths): Record<string, Json> {
       const operations = operationsOf(paths).filter(({ method, operation }) => method !== 'head' && (operation['x-stability'] !== undefined) === marked)
       const shared = mostCommon(operations.map(({ operation }) => operation.responses?.[status]).filter((response) => response !== undefined))
       if (shared === undefined) continue
-      const component = marked ? `${name}WithStability` : name
+      // One that does not carry API-Stability (an answer given before any route's hooks run) is the unmarked one.
+      const component = marked && JSON.stringify(shared) !== JSON.stringify(components[name]) ? `${name}WithStability` : name
       components[component] = shared
       for (const { operation } of operations) {
         const response = operation.responses?.[status]

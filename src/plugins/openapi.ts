@@ -10,6 +10,7 @@ import { namedSchemaComponents, referenceNamed } from '../openapi/named-schemas.
 import { declareMethodNotAllowed, describeHeadOperations } from '../openapi/other-methods.js'
 import { declareHeaders, GENERAL_HEADERS, HEADER_COMPONENTS } from '../openapi/response-headers.js'
 import { shareErrorResponses, shareParameters } from '../openapi/shared-components.js'
+import { declareUnreadRequests } from '../openapi/unread-requests.js'
 import { declareUriTooLong } from '../openapi/uri-too-long.js'
 import { WEBHOOK_DELIVERY_DOCUMENT } from '../webhooks/webhook-delivery-document.js'
 
@@ -109,6 +110,7 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
       const paths = boundInt64(referenceNamed(document.paths)) as Parameters<typeof declareHeaders>[0]
       declareMethodNotAllowed(paths)
       declareUriTooLong(paths, app.initialConfig.routerOptions?.maxParamLength ?? 0)
+      declareUnreadRequests(paths)
       declareNoContent(paths)
       describeHeadOperations(paths)
       declareHeaders(paths)
