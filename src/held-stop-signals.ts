@@ -21,22 +21,33 @@ export const COPIES_MS = 100
  */
 export function holdStopSignals (onSecond: (signal: NodeJS.Signals) => void): HeldStopSignals {
   let held: NodeJS.Signals | undefined
-  let heldAt = 0
-  const hold = (signal: NodeJS.Signals) => {
-    if (held === undefined) {
-      held = signal
-      heldAt = performance.now()
-    } else if (performance.now() - heldAt > COPIES_MS) {
-      onSecond(signal)
-    }
-  }
-  for (const signal of STOP_SIGNALS) process.on(signal, hold)
+  const stopListening = onStopSignals((signal) => { held = signal }, onSecond)
   return {
     release: () => {
-      for (const signal of STOP_SIGNALS) process.off(signal, hold)
+      stopListening()
       return held
     }
   }
+}
+
+/**
+ * Calls `first` on the first stop signal and `second` on each later one, but for copies of the first
+ * (within COPIES_MS): `npm start` sends its own copy of a Ctrl-C or SIGTERM that reached the whole
+ * group, and a single process took it for a second signal, exiting without the requests in flight.
+ * Returns what stops listening.
+ */
+export function onStopSignals (first: (signal: NodeJS.Signals) => void, second: (signal: NodeJS.Signals) => void): () => void {
+  let firstAt: number | undefined
+  const listener = (signal: NodeJS.Signals) => {
+    if (firstAt === undefined) {
+      firstAt = performance.now()
+      first(signal)
+    } else if (performance.now() - firstAt > COPIES_MS) {
+      second(signal)
+    }
+  }
+  for (const signal of STOP_SIGNALS) process.on(signal, listener)
+  return () => { for (const signal of STOP_SIGNALS) process.off(signal, listener) }
 }
 
 /** Sends `signal` to this process again, for the handlers installed since it was held. */

@@ -4,7 +4,7 @@ import type { Server } from 'node:http'
 import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
-import { holdStopSignals, resend, STOP_SIGNALS } from './held-stop-signals.js'
+import { holdStopSignals, onStopSignals, resend, STOP_SIGNALS } from './held-stop-signals.js'
 import { buildApp, LIMITS } from './app.js'
 import { commandName } from './cli/command-name.js'
 import { stoppedClock } from './clock.js'
@@ -71,15 +71,23 @@ export async function serve (config: Config): Promise<void> {
   const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
   // Why the process exits 1 goes to the log, where the collector of its lines reads it (the library's own is stderr).
+  const exitOnSecondSignal = (signal: NodeJS.Signals) => {
+    logger.error({ signal }, `second ${signal}: exiting at once, without the requests in flight`)
+    process.exit(1)
+  }
+  // The stop signals are taken below (onStopSignals), which knows a copy of the first from a second.
+  let stoppedBy: NodeJS.Signals | undefined
+  let closing = false
   const shutdown = closeWithGrace({
     delay: config.SHUTDOWN_GRACE_MS,
-    skip: worker ? [...STOP_SIGNALS] : [],
+    skip: [...STOP_SIGNALS],
     logger,
-    onSecondSignal: (signal) => { logger.error({ signal }, `second ${signal}: exiting at once, without the requests in flight`) },
+    onSecondSignal: exitOnSecondSignal,
     onTimeout: (delay) => { logger.error({ graceMs: delay }, `shutdown not finished within ${delay / 1000} s (requests in flight, or the store closing): exiting without it`) }
-  }, async ({ signal, err, manual }) => {
+  }, async ({ signal, err }) => {
+    closing = true
     if (err !== undefined) app.log.error({ err }, 'shutting down after an unexpected error')
-    else app.log.info({ signal }, manual === true ? 'shutting down: the primary process asked' : 'shutting down')
+    else app.log.info({ signal: signal ?? stoppedBy }, signal === undefined && stoppedBy === undefined ? 'shutting down: the primary process asked' : 'shutting down')
     metricsServer?.close()
     try {
       await app.close()
@@ -88,6 +96,13 @@ export async function serve (config: Config): Promise<void> {
     }
   })
   const heldSignal = held?.release()
+  if (!worker) {
+    onStopSignals((signal) => {
+      if (closing) return exitOnSecondSignal(signal) // shutting down already, after an error
+      stoppedBy = signal
+      void shutdown.close()
+    }, exitOnSecondSignal)
+  }
 
   try {
     // A stop asked while starting is acted on without taking the ports: a load balancer would send

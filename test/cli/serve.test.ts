@@ -156,6 +156,31 @@ test('a second SIGTERM exits 1 at once, and says why in a line of the log (JSON,
     { level: 50, signal: 'SIGTERM', msg: 'second SIGTERM: exiting at once, without the requests in flight' })
 })
 
+test('two copies of one signal (sent to the process and its group, as npm start forwards Ctrl-C) are one stop: the request in flight gets its 201, exit 0', async (t) => {
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, LOG_FORMAT: 'json' })
+  const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
+  const { port } = new URL(server.url)
+  const socket = connect(Number(port), '127.0.0.1')
+  t.after(() => socket.destroy())
+  await once(socket, 'connect')
+  let received = ''
+  socket.on('data', (chunk) => { received += chunk })
+  const body = '{"name":"Rex","categoryId":1}'
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`)
+  await sleep(300)
+  // npm's copy came 3 ms after the first: the service exited at once, without the request.
+  server.child.kill('SIGINT')
+  await sleep(20)
+  server.child.kill('SIGINT')
+  await sleep(300)
+  assert.equal(server.child.exitCode, null, server.output())
+  socket.write(body.slice(1))
+  const [code] = await once(server.child, 'exit')
+  assert.equal(code, 0, server.output())
+  assert.match(received, /^HTTP\/1\.1 201 /)
+  assert.doesNotMatch(server.output(), /second SIGINT/)
+})
+
 test('a process out of file descriptors (idle connections past its open-file limit) stays up, and serves once they close', async (t) => {
   const serve = `ulimit -n 200 && exec ${[process.execPath, ...CLI].map((part) => `'${part}'`).join(' ')} serve`
   const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db` }, ['bash', '-c', serve])
