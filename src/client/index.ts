@@ -93,6 +93,8 @@ export function createClient (options: PetStoreClientOptions & { int64?: 'number
 export function createClient (options: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient
 export function createClient ({ baseUrl, apiKey, fetch = globalThis.fetch, timeoutMs = 30_000, int64 = 'number' }: PetStoreClientOptions): PetStoreClient | ExactPetStoreClient {
   if (!(timeoutMs >= 0)) throw new RangeError(`timeoutMs is ${timeoutMs}: give 0 (fetch's own bound) or more milliseconds`)
+  // Sent as "Bearer undefined", it got a 401 saying the key was invalid or revoked.
+  if (typeof apiKey !== 'string' || apiKey.trim() === '') throw new TypeError('apiKey is missing or empty: give the API key that petstore keys create printed (process.env.API_KEY unset, say)')
   const client = createFetchClient<ClientPaths>({
     baseUrl,
     headers: { authorization: `Bearer ${apiKey}` },

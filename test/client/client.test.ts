@@ -191,3 +191,10 @@ forEachStore((store) => {
     assert.deepEqual(error, { code: 'not_found', message: 'No pet with id 999', status: 404 })
   })
 })
+
+test('a client made without an API key (an unset variable) is refused at once, naming it: it sent "Bearer undefined" and got a 401 saying the key was revoked', () => {
+  for (const apiKey of [undefined, '', '  ']) {
+    assert.throws(() => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: apiKey as unknown as string }),
+      { name: 'TypeError', message: 'apiKey is missing or empty: give the API key that petstore keys create printed (process.env.API_KEY unset, say)' })
+  }
+})
