@@ -78,7 +78,10 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
  * locale) keeps the bytes it is sent, the service's UTF-8, as it has served since the start.
  */
 async function refuseOtherEncodings (db: Db): Promise<void> {
-  const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db)
+  // The first statement: the driver's words alone (connect ECONNREFUSED, role "app" does not exist) named neither the store nor the setting.
+  const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db).catch((error: unknown) => {
+    throw new Error(`Cannot use the PostgreSQL store that DATABASE_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  })
   const encoding = rows[0]!.encoding
   if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return
   throw new ConfigError(`The PostgreSQL database is encoded in ${encoding}, and the service stores text as UTF-8: ` +

@@ -44,6 +44,6 @@ test('a PostgreSQL URL without the password the server asks for is one line that
     const { code, stderr } = await runCli(['keys', 'list'], { DATABASE_URL: url, DATABASE_CONNECT_TIMEOUT_MS: '2000' })
     assert.equal(code, 1)
     // The store's encoding is asked first, outside the migrations: no "Migration failed:" before it.
-    assert.equal(stderr, 'petstore: PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB\n')
+    assert.equal(stderr, 'petstore: Cannot use the PostgreSQL store that DATABASE_URL names: PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB\n')
   }
 })

@@ -334,6 +334,14 @@ test('a SQLite store file this process may not write is refused at start, naming
   }
 })
 
+test('a PostgreSQL store that cannot be used is one line saying so, from serve and the CLI alike: the driver\'s alone (connect ECONNREFUSED 127.0.0.1:1) named neither', async () => {
+  for (const args of [['serve'], ['keys', 'list']]) {
+    const result = await runCli(args, { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/pets', PORT: '0', HOST: '127.0.0.1' })
+    assert.equal(result.code, 1, result.stderr)
+    assert.equal(result.stderr, 'petstore: Cannot use the PostgreSQL store that DATABASE_URL names: connect ECONNREFUSED 127.0.0.1:1\n', args.join(' '))
+  }
+})
+
 test('a SQLite store whose folder cannot be made is one line, at once: /proc, where mkdir -p spun forever', { timeout: 10_000 }, async () => {
   // Node's recursive mkdir retries for ever where the kernel answers ENOENT though the parent exists.
   const path = '/proc/petstore/petstore.db'
