@@ -219,7 +219,7 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket,
     // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
     const { reason } = error as { reason?: unknown }
     const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
-    endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status }, count)
+    endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status }, count, { head: isHeadRequest(error) })
   })
 }
 
@@ -301,8 +301,12 @@ export function answerConnect (_request: IncomingMessage, socket: Socket, count:
   afterAnswersBefore(socket, () => { endWithError(socket, NO_TUNNEL, count) })
 }
 
-/** Writes an answer with the Error body to the socket itself, where there is no request to answer through, and closes the connection. */
-function endWithError (socket: Socket, error: ErrorBody, count: CountUnread): void {
+/**
+ * Writes an answer with the Error body to the socket itself, where there is no request to answer
+ * through, and closes the connection; to a HEAD request without the body (RFC 9110, section 9.3.2),
+ * which Node's client took for bytes after the answer, failing the call without its status.
+ */
+function endWithError (socket: Socket, error: ErrorBody, count: CountUnread, { head = false } = {}): void {
   if (!socket.writable) {
     socket.destroy()
     return
@@ -310,7 +314,20 @@ function endWithError (socket: Socket, error: ErrorBody, count: CountUnread): vo
   count(error.status)
   const body = JSON.stringify(error)
   socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`)
+}
+
+/**
+ * Whether the request Node's parser failed in is a HEAD, as far as the bytes it failed in show: its
+ * request line, after the head of the request before it (if any) there. One whose head came in
+ * several reads, the line in an earlier one, counts as another method's.
+ */
+function isHeadRequest (error: NodeJS.ErrnoException): boolean {
+  const { rawPacket, bytesParsed } = error as { rawPacket?: unknown, bytesParsed?: unknown }
+  if (!Buffer.isBuffer(rawPacket) || typeof bytesParsed !== 'number') return false
+  const headEnd = bytesParsed > 0 ? rawPacket.lastIndexOf('\r\n\r\n', bytesParsed - 1) : -1
+  const start = headEnd === -1 ? 0 : headEnd + 4
+  return rawPacket.toString('latin1', start, start + 5) === 'HEAD '
 }
 
 /**

@@ -330,6 +330,20 @@ test('a request line of another HTTP version than 1.0 and 1.1 is a 400: Node ser
   assert.match(reply, /^HTTP\/1\.1 400 [^]*\{"code":"bad_request","message":"HTTP\/2\.0 is not served here: send HTTP\/1\.1","status":400\}$/)
 })
 
+test('a HEAD request refused before it is read (a head over 16 KiB, malformed bytes) gets its answer without a body, which Node\'s client took for a parse error', async (t) => {
+  const testApp = await build(t)
+  const long = `/v1/pets?${'x'.repeat(17_000)}`
+  for (const [request, status] of [[`HEAD ${long} HTTP/1.1\r\nHost: a\r\n\r\n`, 431], ['HEAD /v1/pets HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 400]] as const) {
+    const reply = await exchange(testApp, request)
+    assert.match(reply, new RegExp(`^HTTP/1\\.1 ${status} [^]*\r\nContent-Length: \\d+\r\nConnection: close\r\n\r\n$`), JSON.stringify(reply))
+    // Another method's answer keeps its body.
+    assert.match(await exchange(testApp, request.replace('HEAD', 'GET')), new RegExp(`"status":${status}\\}$`))
+  }
+  const { port } = testApp.app.server.address() as AddressInfo
+  const answer = await new Promise<IncomingMessage>((resolve, reject) => { httpRequest({ port, host: '127.0.0.1', method: 'HEAD', path: long }, resolve).on('error', reject).end() })
+  assert.equal(answer.statusCode, 431)
+})
+
 test('a request target holding a `#` is a 400 saying so (RFC 9112, section 3.2): it was read as the start of a query', async (t) => {
   const testApp = await build(t)
   for (const target of ['/v1/pets#x', '/v1/pets/1#frag', '/v1/pets?limit=1#x', '/nothing#x', '/healthz#']) {
