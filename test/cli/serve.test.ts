@@ -5,11 +5,11 @@ import { chmodSync, closeSync, openSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
-import { CLI, runCli, startProcess, startServer } from '../process.js'
+import { CLI, runCli, startProcess, startServer, type ServerProcess } from '../process.js'
 
 forEachStore((store) => {
   const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/m
@@ -134,16 +134,26 @@ for (const workers of ['1', '2']) {
   })
 }
 
-test('a second SIGTERM exits 1 at once, and says why in a line of the log (JSON, as every other), not on stderr', async (t) => {
+/**
+ * A service (JSON log) with a create in flight: its head and the body's first byte sent, the rest
+ * (`send`) left to the test; `received`, what came back on its connection.
+ */
+async function serverWithCreateInFlight (t: TestContext, body: string): Promise<{ server: ServerProcess, send: () => void, received: () => string }> {
   const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, LOG_FORMAT: 'json' })
   const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
-  const { port } = new URL(server.url)
-  // A create whose body never comes holds the shutdown for its grace (10 s).
-  const socket = connect(Number(port), '127.0.0.1')
+  const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
   t.after(() => socket.destroy())
   await once(socket, 'connect')
-  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+  let received = ''
+  socket.on('data', (chunk) => { received += chunk })
+  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body[0]}`)
   await sleep(300)
+  return { server, send: () => { socket.write(body.slice(1)) }, received: () => received }
+}
+
+test('a second SIGTERM exits 1 at once, and says why in a line of the log (JSON, as every other), not on stderr', async (t) => {
+  // A create whose body never comes holds the shutdown for its grace (10 s).
+  const { server } = await serverWithCreateInFlight(t, `{${' '.repeat(99)}`)
   server.child.kill('SIGTERM')
   await sleep(300)
   assert.equal(server.child.exitCode, null, 'the first signal waits for the request in flight')
@@ -157,27 +167,17 @@ test('a second SIGTERM exits 1 at once, and says why in a line of the log (JSON,
 })
 
 test('two copies of one signal (sent to the process and its group, as npm start forwards Ctrl-C) are one stop: the request in flight gets its 201, exit 0', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, LOG_FORMAT: 'json' })
-  const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
-  const { port } = new URL(server.url)
-  const socket = connect(Number(port), '127.0.0.1')
-  t.after(() => socket.destroy())
-  await once(socket, 'connect')
-  let received = ''
-  socket.on('data', (chunk) => { received += chunk })
-  const body = '{"name":"Rex","categoryId":1}'
-  socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`)
-  await sleep(300)
+  const { server, send, received } = await serverWithCreateInFlight(t, '{"name":"Rex","categoryId":1}')
   // npm's copy came 3 ms after the first: the service exited at once, without the request.
   server.child.kill('SIGINT')
   await sleep(20)
   server.child.kill('SIGINT')
   await sleep(300)
   assert.equal(server.child.exitCode, null, server.output())
-  socket.write(body.slice(1))
+  send()
   const [code] = await once(server.child, 'exit')
   assert.equal(code, 0, server.output())
-  assert.match(received, /^HTTP\/1\.1 201 /)
+  assert.match(received(), /^HTTP\/1\.1 201 /)
   assert.doesNotMatch(server.output(), /second SIGINT/)
 })
 
