@@ -155,8 +155,8 @@ function declareNoContent (paths: Record<string, Record<string, { responses?: Re
 }
 
 // What a removed operation still answers: a key checked first (401, 429, 403), a service that fails
-// or is overloaded (500, 503), and its 410.
-const REMOVED_OPERATION_ANSWERS = ['401', '403', '410', '429', '500', '503']
+// or is overloaded (500, 503), a request not read whole (408, 417, 431), and its 410.
+const REMOVED_OPERATION_ANSWERS = ['401', '403', '408', '410', '417', '429', '431', '500', '503']
 
 /**
  * The document once operations are past their sunset: each stays, deprecated, with only the answers
