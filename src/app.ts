@@ -79,7 +79,7 @@ export const LIMITS = {
    */
   keepAliveTimeoutMs: 72_000,
   /** The longest a connection this side has closed waits for the client to close it too (see boundLingeringClose). */
-  closingLingerMs: 2_000,
+  lingerMs: 2_000,
   /** Open connections per instance; more are refused by the socket layer. */
   maxConnections: 4096,
   /** Rate-limit counters kept in memory without Redis, of keys and, apart, of client addresses. */
@@ -161,7 +161,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = limits.maxConnections
-  boundLingeringClose(app.server, limits.closingLingerMs)
+  boundLingeringClose(app.server, limits.lingerMs)
   // Every header line is read, within the 16 KiB a request's headers may take: past Node's default
   // of 1,000 lines the rest were dropped unseen, a second Authorization or Host line among them.
   app.server.maxHeadersCount = 0

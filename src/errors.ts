@@ -16,7 +16,7 @@ export const ERROR_CATALOG = {
   method_not_allowed: { status: 405, meaning: 'The path exists but not with this method; `Allow` lists the methods' },
   events_expired: { status: 410, meaning: 'Beta events: the events after `after` are no longer kept; the message names the oldest kept' },
   gone: { status: 410, meaning: 'The operation was removed at its sunset; the message and `Link` name its replacement' },
-  request_timeout: { status: 408, meaning: 'The request took longer than 30 s to arrive' },
+  request_timeout: { status: 408, meaning: 'The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s' },
   expectation_failed: { status: 417, meaning: 'The `Expect` header asks for something other than `100-continue`' },
   category_exists: { status: 409, meaning: 'Beta categories: a category of this name exists (names are compared without regard to case)' },
   idempotency_key_in_use: { status: 409, meaning: 'A request with the same `Idempotency-Key` is still being processed' },

@@ -10,7 +10,7 @@ export interface HeldStopSignals {
 }
 
 /** Copies of one signal, sent to the process and to its group (`timeout(1)` sends both), come this close. */
-export const COPIES_MS = 100
+const COPIES_MS = 100
 
 /**
  * Holds a stop signal that comes while the service starts (opening and migrating the store,

@@ -4,7 +4,7 @@ import type { Server } from 'node:http'
 import { availableParallelism } from 'node:os'
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
-import { COPIES_MS, resend, STOP_SIGNALS, type HeldStopSignals } from './held-stop-signals.js'
+import { onStopSignals, resend, type HeldStopSignals } from './held-stop-signals.js'
 import { ClusterMetrics } from './metrics/cluster-metrics.js'
 import { createMetricsServer } from './metrics/metrics.js'
 
@@ -94,22 +94,17 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     })
     return worker
   }
-  let firstSignal: { signal: NodeJS.Signals, at: number } | undefined
-  for (const signal of STOP_SIGNALS) {
-    process.on(signal, () => {
-      // One sender may signal this process and its group (timeout(1) does): that is one signal, not two.
-      if (firstSignal?.signal === signal && performance.now() - firstSignal.at < COPIES_MS) return
-      if (stopping) {
-        // A second signal, as in one process (close-with-grace): stop now.
-        logger.error({ signal }, `second ${signal}: the workers are killed`)
-        for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL')
-        process.exit(1)
-      }
-      firstSignal = { signal, at: performance.now() }
-      logger.info({ signal }, 'shutting down: each worker finishes its requests')
-      void stop(0)
-    })
+  const killWorkers = (signal: NodeJS.Signals) => {
+    // A second signal, as in one process (close-with-grace): stop now.
+    logger.error({ signal }, `second ${signal}: the workers are killed`)
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL')
+    process.exit(1)
   }
+  onStopSignals((signal) => {
+    if (stopping) killWorkers(signal)
+    logger.info({ signal }, 'shutting down: each worker finishes its requests')
+    void stop(0)
+  }, killWorkers)
   const heldSignal = heldSignals.release()
   const cores = availableParallelism()
   if (config.WEB_CONCURRENCY > cores) {

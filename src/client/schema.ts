@@ -1296,7 +1296,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request took longer than 30 s to arrive */
+        /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
         RequestTimeout: {
             headers: {
                 [name: string]: unknown;
@@ -1824,7 +1824,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2070,7 +2070,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2317,7 +2317,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -2691,7 +2691,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3041,7 +3041,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3367,7 +3367,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -3616,7 +3616,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -4078,7 +4078,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -4394,7 +4394,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -4750,7 +4750,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request took longer than 30 s to arrive */
+            /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
             408: {
                 headers: {
                     [name: string]: unknown;

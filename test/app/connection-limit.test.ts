@@ -41,7 +41,7 @@ test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed
 })
 
 test('a connection the server answered and closed (a 408) leaves its place among CONNECTIONS_PER_ADDRESS once a short wait for the client to close it too is over, not at the idle timeout (60 s)', async (t) => {
-  const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '2' }, limits: { headersTimeoutMs: 200, closingLingerMs: 200 } })
+  const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '2' }, limits: { headersTimeoutMs: 200, lingerMs: 200 } })
   await testApp.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = testApp.app.server.address() as { port: number }
   const held = await Promise.all([halfOpenAnswered(t, port, 'G'), halfOpenAnswered(t, port, 'G')])
