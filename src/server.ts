@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import type { Server } from 'node:http'
 import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
+import { countApiKeys } from './api-keys/api-key.repository.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
 import { holdStopSignals, onStopSignals, resend, STOP_SIGNALS } from './held-stop-signals.js'
 import { buildApp, LIMITS } from './app.js'
@@ -124,12 +125,20 @@ export async function serve (config: Config): Promise<void> {
 
 /**
  * Applies the migrations and, on an empty store, makes and prints the first key: once per start,
- * whatever the number of workers.
+ * whatever the number of workers. Only on a terminal: an output that is not one (systemd, a container)
+ * goes to a log collector, which would keep the key; there the log says how to make one.
  */
 async function prepareStore (store: Store, config: Config, logger: Logger): Promise<void> {
   const { applied, newer } = await migrateToLatest(store.db)
   if (applied.length > 0) logger.info({ migrations: applied }, `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the store`)
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
+  if (process.stdout.isTTY !== true) {
+    if (await countApiKeys(store.db) === 0) {
+      logger.warn(`this store has no API key: make one with \`${commandName()} keys create --name NAME\` ` +
+        '(none is made and shown here, as on a terminal: this output is not one, and a log would keep the key)')
+    }
+    return
+  }
   const now = Date.now()
   const expiresAt = defaultExpiry(config.API_KEY_DEFAULT_TTL, now)
   const firstKey = await createFirstApiKey(store.db, { expiresAt, clock: stoppedClock(now) })

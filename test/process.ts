@@ -38,6 +38,18 @@ export async function runCli (args: string[], env: NodeJS.ProcessEnv, { killAfte
   return { code, stdout, stderr }
 }
 
+/** Makes a key with `petstore keys create` and returns its text. */
+export async function createKey (env: NodeJS.ProcessEnv, name = 'test'): Promise<string> {
+  const made = await runCli(['keys', 'create', '--name', name], env)
+  if (made.code !== 0) throw new Error(`keys create exited with ${made.code}: ${made.stderr}`)
+  return made.stdout.trimEnd().split('\n').at(-1)!
+}
+
+/** The keys printed in `output`, each on a line of its own (a terminal's end with CR LF). */
+export function printedKeys (output: string): string[] {
+  return output.match(/^ps_[0-9A-Za-z]{38}(?=\r?$)/gm) ?? []
+}
+
 export interface ServerProcess {
   url: string
   child: ChildProcess
@@ -51,6 +63,25 @@ export interface ServerProcess {
 export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command?: string[]): Promise<ServerProcess> {
   const { ready, ...server } = await startProcess(t, env, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/, command)
   return { url: ready[1]!, ...server }
+}
+
+/**
+ * Starts `petstore serve` with its output on a terminal (script(1) makes one), where the first start
+ * of a store shows its first key. Its `stop` signals the service itself (script would exit at once)
+ * and resolves with its exit code, which script returns.
+ */
+export async function startServerOnTerminal (t: TestContext, env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+  const command = ['exec', process.execPath, ...CLI, 'serve'].join(' ')
+  const server = await startServer(t, { LOG_FORMAT: 'json', ...env }, ['script', '--quiet', '--flush', '--return', '--command', command, '/dev/null'])
+  const pid = Number(/"pid":(\d+)/.exec(server.output())![1])
+  return {
+    ...server,
+    stop: async (signal = 'SIGTERM') => {
+      const exited = server.child.exitCode === null ? once(server.child, 'exit').then(([code]) => code as number | null) : server.child.exitCode
+      process.kill(pid, signal)
+      return await exited
+    }
+  }
 }
 
 /** Starts `petstore serve` (or another command line) on a free port and waits until its output matches `ready` (a line it logs while it starts, say). */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { join } from 'node:path'
 import { forEachStore, tempDir } from '../helper.js'
-import { listAllEvents, listAllOrders, listAllPets, startServer, type ListedPet, type ServerProcess } from '../process.js'
+import { createKey, listAllEvents, listAllOrders, listAllPets, startServer, type ListedPet, type ServerProcess } from '../process.js'
 import { seededRandom, testSeed } from '../seeded-random.js'
 
 const ROUNDS = 3
@@ -27,15 +27,14 @@ forEachStore((store) => {
     t.diagnostic(`seed ${seed} (replay with TEST_SEED=${seed})`)
     const random = seededRandom(seed)
     const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const headers = { authorization: `Bearer ${await createKey(env)}`, 'content-type': 'application/json' }
     const acknowledged: Pet[] = []
     const unanswered: Array<Omit<Pet, 'id'>> = []
-    let headers: Record<string, string> | undefined
     let attempts = 0
     let moves = 0
 
     for (let round = 0; round < ROUNDS; round++) {
       const server = await startServer(t, env)
-      headers ??= { authorization: `Bearer ${/^ps_\w+$/m.exec(server.output())![0]}`, 'content-type': 'application/json' }
       let running = true
       const writers = Array.from({ length: WRITERS }, async (_, writer) => {
         for (let i = 0; running; i++) {
@@ -80,7 +79,7 @@ forEachStore((store) => {
     }
 
     const server = await startServer(t, env)
-    const stored = await listAll(server, headers!)
+    const stored = await listAll(server, headers)
     t.diagnostic(`${attempts} requests tried, ${acknowledged.length} acknowledged, ${unanswered.length} unanswered, ${stored.size} stored`)
     assert.ok(acknowledged.length > 0, 'the writers got answers before each kill')
     const lost = acknowledged.filter((pet) => JSON.stringify(stored.get(pet.id)) !== JSON.stringify(pet))
@@ -89,16 +88,16 @@ forEachStore((store) => {
     // A client that lost its answer retries with the same key: the stored pet when it was
     // committed, a new one when it was not; never two.
     for (const sent of unanswered) {
-      const response = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers: { ...headers!, 'idempotency-key': sent.name }, body: JSON.stringify(sent) })
+      const response = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers: { ...headers, 'idempotency-key': sent.name }, body: JSON.stringify(sent) })
       assert.equal(response.status, 201, sent.name)
     }
-    const final = await listAllPets(server.url, headers!)
+    const final = await listAllPets(server.url, headers)
     const perName = new Map<string, number>()
     for (const pet of final) perName.set(pet.name, (perName.get(pet.name) ?? 0) + 1)
     for (const sent of [...acknowledged, ...unanswered]) assert.equal(perName.get(sent.name), 1, `exactly one pet for key ${sent.name}`)
 
     // Every change has its event and every event its change: the last event of each resource holds it as stored.
-    const events = await listAllEvents(server.url, headers!)
+    const events = await listAllEvents(server.url, headers)
     t.diagnostic(`${events.length} events, ${moves} order moves acknowledged`)
     assert.ok(moves > 0, 'orders were moved before the kills')
     const created = events.filter((event) => event.type === 'pet.created').map((event) => (event.data as Pet).id)
@@ -111,7 +110,7 @@ forEachStore((store) => {
     }
     const inIdOrder = (resources: Map<number, { id: number }>) => [...resources.values()].sort((a, b) => a.id - b.id)
     assert.deepEqual(inIdOrder(latest.pet), final, 'the pets the events describe are the pets stored')
-    assert.deepEqual(inIdOrder(latest.order), await listAllOrders(server.url, headers!), 'the orders the events describe are the orders stored')
+    assert.deepEqual(inIdOrder(latest.order), await listAllOrders(server.url, headers), 'the orders the events describe are the orders stored')
   })
 })
 
@@ -121,8 +120,8 @@ for (const durability of ['default', 'strict']) {
     t.diagnostic(`seed ${seed} (replay with TEST_SEED=${seed})`)
     const random = seededRandom(seed)
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, DURABILITY: durability }
+    const headers = { authorization: `Bearer ${await createKey(env)}`, 'content-type': 'application/json' }
     const server = await startServer(t, env)
-    const headers = { authorization: `Bearer ${/^ps_\w+$/m.exec(server.output())![0]}`, 'content-type': 'application/json' }
     const acknowledged: Pet[] = []
     let running = true
     const writers = Array.from({ length: WRITERS }, async (_, writer) => {

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { forEachStore } from '../helper.js'
-import { listAllPets, runCli, startServer, type ServerProcess } from '../process.js'
-
-const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
+import { listAllPets, printedKeys, runCli, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 async function listAll (server: ServerProcess, headers: Record<string, string>, limit: number): Promise<number[]> {
   return (await listAllPets(server.url, headers, limit)).map((pet) => pet.id)
@@ -13,9 +11,9 @@ forEachStore((store) => {
   test('two instances on one store act as one service', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     // Both start at once on an empty store: one applies the migrations, one makes the first key.
-    const servers = await Promise.all([startServer(t, env), startServer(t, env)])
+    const servers = await Promise.all([startServerOnTerminal(t, env), startServerOnTerminal(t, env)])
     const [a, b] = servers as [ServerProcess, ServerProcess]
-    const firstKeys = servers.flatMap((server) => server.output().match(KEY_LINE) ?? [])
+    const firstKeys = servers.flatMap((server) => printedKeys(server.output()))
     assert.equal(firstKeys.length, 1, 'exactly one first key is printed')
     const headers = { authorization: `Bearer ${firstKeys[0]}`, 'content-type': 'application/json' }
 

@@ -9,34 +9,50 @@ import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
-import { CLI, runCli, startProcess, startServer, type ServerProcess } from '../process.js'
+import { CLI, createKey, printedKeys, runCli, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 forEachStore((store) => {
-  const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/m
-
-  test('the first start prints one key; a restart prints none and keeps every pet', async (t) => {
+  test('the first start on a terminal prints one key; a restart prints none and keeps every pet', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
-    const first = await startServer(t, env)
-    const key = KEY_LINE.exec(first.output())?.[0]
+    const first = await startServerOnTerminal(t, env)
+    const [key] = printedKeys(first.output())
     assert.ok(key, first.output())
     // The servers of the tests listen on PORT=0, which the system replaces: the banner printed :0.
-    assert.match(first.output(), /^Call the API with: {2}curl -H "Authorization: Bearer <key>" http:\/\/localhost:<port>\/v1\/pets$/m)
+    assert.match(first.output(), /^Call the API with: {2}curl -H "Authorization: Bearer <key>" http:\/\/localhost:<port>\/v1\/pets\r$/m)
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
     const created = await fetch(`${first.url}/v1/pets`, { method: 'POST', headers, body: '{"name":"Rex","categoryId":9007199254740993}' })
     assert.equal(created.status, 201)
     const pet = await created.text()
     assert.equal(await first.stop('SIGTERM'), 0)
 
-    const second = await startServer(t, env)
-    assert.doesNotMatch(second.output(), KEY_LINE)
+    const second = await startServerOnTerminal(t, env)
+    assert.deepEqual(printedKeys(second.output()), [])
     const fetched = await fetch(`${second.url}/v1/pets`, { headers })
     assert.equal(await fetched.text(), `[${pet}]`)
     assert.equal(await second.stop('SIGINT'), 0)
   })
 
+  test('a start whose output is not a terminal (a log collector would keep the key) makes no key and logs how to make one; a later start on a terminal makes it', async (t) => {
+    const env = { DATABASE_URL: await store.databaseUrl(t), LOG_FORMAT: 'json' }
+    const logged = await startServer(t, env)
+    assert.deepEqual(printedKeys(logged.output()), [])
+    assert.doesNotMatch(logged.output(), /ps_/)
+    const hint = logged.output().split('\n').find((line) => line.includes('no API key'))
+    assert.ok(hint, logged.output())
+    assert.match(JSON.parse(hint).msg, /^this store has no API key: make one with `\S*petstore\S* keys create --name NAME`/)
+    assert.equal(await logged.stop('SIGTERM'), 0)
+
+    const onTerminal = await startServerOnTerminal(t, env)
+    assert.equal(printedKeys(onTerminal.output()).length, 1, onTerminal.output())
+    assert.equal(await onTerminal.stop('SIGTERM'), 0)
+    const again = await startServer(t, env)
+    assert.doesNotMatch(again.output(), /no API key/, 'a store with a key is not told to make one')
+  })
+
   test('SIGTERM ends open event streams at once and exits 0', async (t) => {
-    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t) })
-    const key = KEY_LINE.exec(server.output())![0]
+    const env = { DATABASE_URL: await store.databaseUrl(t) }
+    const key = await createKey(env)
+    const server = await startServer(t, env)
     const stream = await fetch(`${server.url}/v1/events/stream`, { headers: { authorization: `Bearer ${key}` } })
     assert.equal(stream.status, 200)
     const read = stream.text() // resolves when the server ends the stream
@@ -70,8 +86,8 @@ forEachStore((store) => {
 
   test('SIGTERM lets in-flight requests finish, each with its 201, and exits 0', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t), LOG_LEVEL: 'debug' }
+    const key = await createKey(env)
     const server = await startServer(t, env)
-    const key = KEY_LINE.exec(server.output())![0]
     const { port } = new URL(server.url)
     // Each request is in flight when SIGTERM comes: its headers are in, half of its body is still to come.
     const requests = Array.from({ length: 10 }, (_, i) => {
@@ -109,9 +125,10 @@ forEachStore((store) => {
 
   test('npm start (the bundled build) serves the API and /docs with its files, and stops with exit 0 on SIGTERM', async (t) => {
     // Strict, so that on SQLite creates go through the bundled writer thread (a 500 if it were missing).
-    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t), DURABILITY: 'strict' }, ['npm', 'start', '--silent'])
+    const env = { DATABASE_URL: await store.databaseUrl(t), DURABILITY: 'strict' }
+    const headers = { authorization: `Bearer ${await createKey(env)}`, 'content-type': 'application/json' }
+    const server = await startServer(t, env, ['npm', 'start', '--silent'])
     assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
-    const headers = { authorization: `Bearer ${KEY_LINE.exec(server.output())![0]}`, 'content-type': 'application/json' }
     const created = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers, body: '{"name":"Rex","categoryId":1}' })
     assert.equal(created.status, 201)
     const pet = await created.json() as { id: number }
@@ -139,8 +156,9 @@ for (const workers of ['1', '2']) {
  * (`send`) left to the test; `received`, what came back on its connection.
  */
 async function serverWithCreateInFlight (t: TestContext, body: string): Promise<{ server: ServerProcess, send: () => void, received: () => string }> {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, LOG_FORMAT: 'json' })
-  const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
+  const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, LOG_FORMAT: 'json' }
+  const key = await createKey(env)
+  const server = await startServer(t, env)
   const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
   t.after(() => socket.destroy())
   await once(socket, 'connect')
@@ -409,15 +427,15 @@ async function waitFor (condition: () => boolean, describe: () => string): Promi
 
 test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer announces in its last 7 days', async (t) => {
   const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, API_KEY_DEFAULT_TTL: '2d' }
-  const server = await startServer(t, env)
-  const key = /^ps_[0-9A-Za-z]{38}$/m.exec(server.output())![0]
+  const server = await startServerOnTerminal(t, env)
+  const [key] = printedKeys(server.output())
   const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
   assert.equal(response.status, 200)
   const expiresIn = Date.parse(response.headers.get('api-key-expiration')!) - Date.now()
   assert.ok(expiresIn > 2 * 86_400_000 - 120_000 && expiresIn <= 2 * 86_400_000, `${expiresIn} ms`)
   const [first] = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as Array<{ createdAt: string, expiresAt: string }>
   assert.equal(Date.parse(first!.expiresAt) - Date.parse(first!.createdAt), 2 * 86_400_000, 'exactly 2 days from its creation')
-  assert.match(server.output(), new RegExp(`^It expires at ${first!.expiresAt} \\(API_KEY_DEFAULT_TTL\\)\\.$`, 'm'), 'the banner says when, as keys create does')
+  assert.match(server.output(), new RegExp(`^It expires at ${first!.expiresAt} \\(API_KEY_DEFAULT_TTL\\)\\.\\r$`, 'm'), 'the banner says when, as keys create does')
 })
 
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {

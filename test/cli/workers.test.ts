@@ -7,9 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { createCuttableProxy } from '../cuttable-proxy.js'
 import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
-import { listAllPets, startProcess, startServer, type ServerProcess } from '../process.js'
-
-const KEY_LINE = /^ps_[0-9A-Za-z]{38}$/gm
+import { createKey, listAllPets, printedKeys, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 /** A request on a connection of its own, which the primary hands to the next worker. */
 async function send (url: string, options: { method?: string, headers: Record<string, string>, body?: string }): Promise<{ status: number, body: string }> {
@@ -53,9 +51,9 @@ function isAlive (pid: number): boolean {
 
 forEachStore((store) => {
   test('WEB_CONCURRENCY=2: two workers on one port, one first key, metrics summed over both, a dead worker replaced, one shutdown', async (t) => {
-    const server = await startServer(t, { DATABASE_URL: await store.databaseUrl(t), WEB_CONCURRENCY: '2', METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_REQUESTS: 'on', WEBHOOK_ALLOW_PRIVATE: 'true' })
+    const server = await startServerOnTerminal(t, { DATABASE_URL: await store.databaseUrl(t), WEB_CONCURRENCY: '2', METRICS_PORT: '0', LOG_REQUESTS: 'on', WEBHOOK_ALLOW_PRIVATE: 'true' })
     await untilListening(server, 2)
-    const keys = server.output().match(KEY_LINE) ?? []
+    const keys = printedKeys(server.output())
     assert.equal(keys.length, 1, 'the first key is made and shown once')
     const headers = { authorization: `Bearer ${keys[0]}`, 'content-type': 'application/json' }
     // A subscription whose receiver never answers (port 9, discard): every event stays owed to it.
@@ -103,9 +101,11 @@ forEachStore((store) => {
 })
 
 test('WEB_CONCURRENCY=2: a SIGTERM to the whole process group (systemd\'s default) still lets every request in flight finish', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2' })
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2' }
+  const key = await createKey(env)
+  const server = await startServer(t, env)
   await untilListening(server, 2)
-  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const authorization = `Bearer ${key}`
   const { port } = new URL(server.url)
   // Creates on connections of their own (spread over both workers), each waiting for the rest of its body.
   const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
@@ -147,9 +147,11 @@ for (const workers of ['1', '2']) {
 }
 
 test('WEB_CONCURRENCY=2: a second SIGTERM to the primary stops at once, as in one process: the workers are killed and it exits 1', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' }
+  const key = await createKey(env)
+  const server = await startServer(t, env)
   await untilListening(server, 2)
-  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const authorization = `Bearer ${key}`
   const { port } = new URL(server.url)
   // A create whose body never comes holds its worker's shutdown for the grace period (10 s by default).
   const socket = connect(Number(port), '127.0.0.1')
@@ -182,9 +184,11 @@ test('WEB_CONCURRENCY=2: a SIGTERM to the primary while its workers start stops 
 })
 
 test('WEB_CONCURRENCY=2: a shutdown that a worker could not finish within its grace (SHUTDOWN_GRACE_MS) exits 1, as one process does', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', SHUTDOWN_GRACE_MS: '1000' })
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', SHUTDOWN_GRACE_MS: '1000' }
+  const key = await createKey(env)
+  const server = await startServer(t, env)
   await untilListening(server, 2)
-  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const authorization = `Bearer ${key}`
   // A create whose body never comes holds its worker's shutdown for the grace period.
   const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
   defer(t, () => socket.destroy())
@@ -213,9 +217,11 @@ test('WEB_CONCURRENCY=2: a worker that cannot exit by itself (frozen) is killed 
 })
 
 test('WEB_CONCURRENCY=2: one SIGTERM sent to the primary and to its group (as timeout(1) sends it) is one, and lets the request in flight finish', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' })
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json' }
+  const key = await createKey(env)
+  const server = await startServer(t, env)
   await untilListening(server, 2)
-  const authorization = `Bearer ${server.output().match(KEY_LINE)![0]}`
+  const authorization = `Bearer ${key}`
   const { port } = new URL(server.url)
   const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
   const socket = connect(Number(port), '127.0.0.1')
@@ -246,9 +252,11 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     defer(t, () => proxy.close())
     const viaProxy = new URL(direct)
     viaProxy.host = `127.0.0.1:${proxy.port}`
-    const server = await startServer(t, { DATABASE_URL: viaProxy.toString(), WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500' })
+    const env = { DATABASE_URL: viaProxy.toString(), WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500' }
+    const key = await createKey(env)
+    const server = await startServer(t, env)
     await untilListening(server, 2)
-    const headers = { authorization: `Bearer ${server.output().match(KEY_LINE)![0]}` }
+    const headers = { authorization: `Bearer ${key}` }
 
     proxy.cut()
     const [victim] = workerPids(server)
@@ -268,7 +276,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
 
 if (process.env.TEST_REDIS_URL !== undefined) {
   test('WEB_CONCURRENCY=2 with REDIS_URL: the rate limit holds per key across the workers', async (t) => {
-    const server = await startServer(t, {
+    const env = {
       DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`,
       WEB_CONCURRENCY: '2',
       REDIS_URL: process.env.TEST_REDIS_URL,
@@ -277,9 +285,11 @@ if (process.env.TEST_REDIS_URL !== undefined) {
       RATE_LIMIT_PER_MINUTE: '6',
       LOG_FORMAT: 'json',
       LOG_REQUESTS: 'on'
-    })
+    }
+    const key = await createKey(env)
+    const server = await startServer(t, env)
     await untilListening(server, 2)
-    const headers = { authorization: `Bearer ${server.output().match(KEY_LINE)![0]}` }
+    const headers = { authorization: `Bearer ${key}` }
     const statuses = []
     for (let i = 0; i < 10; i++) statuses.push((await send(`${server.url}/v1/pets`, { headers })).status)
     assert.equal(servingPids(server).size, 2, 'both workers answered')

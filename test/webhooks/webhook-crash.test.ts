@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { forEachStore } from '../helper.js'
-import { startServer } from '../process.js'
+import { createKey, startServer } from '../process.js'
 import { startReceiver } from './receiver.js'
 
 forEachStore((store) => {
@@ -10,8 +10,8 @@ forEachStore((store) => {
     const env = { DATABASE_URL: await store.databaseUrl(t), WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '1s' }
     const receiver = await startReceiver(t)
     receiver.answers.push(500)
+    const headers = { authorization: `Bearer ${await createKey(env)}`, 'content-type': 'application/json' }
     let server = await startServer(t, env)
-    const headers = { authorization: `Bearer ${/^ps_\w+$/m.exec(server.output())![0]}`, 'content-type': 'application/json' }
     const post = async (path: string, body: object) => {
       const response = await fetch(`${server.url}/v1${path}`, { method: 'POST', headers, body: JSON.stringify(body) })
       assert.equal(response.status, 201)
