@@ -53,8 +53,10 @@ const RFC_3339 = /^(\d{4}-\d\d-\d\d)[Tt]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?
 /** `--expires-at`: an RFC 3339 date and time with its offset, such as 2027-03-01T00:00:00Z. */
 export function parseInstant (text: string): Date {
   const date = RFC_3339.exec(text)?.[1]
-  // A day the calendar does not have (2027-02-30) would otherwise roll over into the next month.
-  const realDay = date !== undefined && new Date(`${date}T00:00:00Z`).toISOString().startsWith(date)
+  // A day the calendar does not have (2027-02-30) would otherwise roll over into the next month; a
+  // month it does not have (2027-13-01) is no date at all.
+  const day = date === undefined ? undefined : new Date(`${date}T00:00:00Z`)
+  const realDay = day !== undefined && !Number.isNaN(day.getTime()) && day.toISOString().startsWith(date!)
   if (!realDay) throw new InvalidArgumentError('a date and time in RFC 3339, with its offset, such as 2027-03-01T00:00:00Z')
   // ECMAScript's date format has them in upper case; lower case is left to each engine's own guess.
   const instant = new Date(text.toUpperCase())

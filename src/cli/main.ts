@@ -54,7 +54,7 @@ function warnOfNewerMigrations (newer: string[]): void {
 
 function parseKeyId (text: string): bigint {
   const id = /^\d{1,19}$/.test(text) ? BigInt(text) : 0n
-  if (id === 0n || id > INT64_MAX) throw new InvalidArgumentError('an API key id is a positive integer (see `keys list`)')
+  if (id === 0n || id > INT64_MAX) throw new InvalidArgumentError('an API key id is an integer from 1 to 9223372036854775807 (see `keys list`)')
   return id
 }
 

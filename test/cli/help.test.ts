@@ -57,7 +57,7 @@ test('a usage error is exit 2, a line that says what is wrong and one that point
   // A value with a line break is quoted on the error's one line; commander's own suggestion keeps its line.
   const broken = await runCli(['keys', 'revoke', '1\n2'], {})
   assert.equal(broken.code, 2)
-  assert.equal(broken.stderr, "error: command-argument value '1\\u000a2' is invalid for argument 'id'. an API key id is a positive integer (see `keys list`)\n(add --help to see the usage)\n")
+  assert.equal(broken.stderr, "error: command-argument value '1\\u000a2' is invalid for argument 'id'. an API key id is an integer from 1 to 9223372036854775807 (see `keys list`)\n(add --help to see the usage)\n")
   const typo = await runCli(['kyes'], {})
   assert.equal(typo.stderr, "error: unknown command 'kyes'\n(Did you mean keys?)\n(add --help to see the usage)\n")
 })

@@ -103,12 +103,15 @@ forEachStore((store) => {
       [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/],
       [['keys', 'rotate', '1', '--overlap', '30s'], /an overlap is at least 1m/],
       [['keys', 'create', '--name', 'x', '--expires-at', '2099-02-30T00:00:00Z'], /RFC 3339/],
+      [['keys', 'create', '--name', 'x', '--expires-at', '2099-13-01T00:00:00Z'], /RFC 3339/],
+      [['keys', 'create', '--name', 'x', '--expires-at', '2099-00-10T00:00:00Z'], /RFC 3339/],
+      [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-32T00:00:00Z'], /RFC 3339/],
       // An offset past 23:59 was "Invalid time value", exit 1.
       [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-01T00:00:00+25:00'], /RFC 3339/],
       [['keys', 'rotate', '1', '--expires-at', '2099-01-01T00:00:00+23:60'], /RFC 3339/],
-      [['keys', 'rotate', '9223372036854775808'], /an API key id is a positive integer/],
-      [['keys', 'rotate', '0'], /an API key id is a positive integer/],
-      [['keys', 'revoke', '000'], /an API key id is a positive integer/],
+      [['keys', 'rotate', '9223372036854775808'], /an API key id is an integer from 1 to 9223372036854775807/],
+      [['keys', 'rotate', '0'], /an API key id is an integer from 1/],
+      [['keys', 'revoke', '000'], /an API key id is an integer from 1/],
       // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
       [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters of UTF-8, without control or direction characters/],
       [['keys', 'create', '--name', 'x'.repeat(101)], /a key name is 1 to 100 characters/],
