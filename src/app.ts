@@ -44,6 +44,7 @@ import { RequestLog, logsEachRequest } from './logger.js'
 import { OutageLog } from './outage-log.js'
 import { requestLoggerFactory } from './request-logger.js'
 import { meteredPetStore } from './store/metered-pet-store.js'
+import { findStoredResponse } from './store/stored-response.js'
 import type { Store } from './store/store.js'
 import { parseTrustedProxies } from './trusted-proxies.js'
 import { formatValidationErrors } from './validation/validation-error-message.js'
@@ -238,7 +239,7 @@ export async function buildApp ({ config, store, clock = systemClock, logger, ve
     const committed = () => { dispatcher.wake() }
     // Unknown paths under /v1 answer only after authentication.
     v1.setNotFoundHandler(answerNotFound)
-    const idempotentCreates = new IdempotentCreates(clock)
+    const idempotentCreates = new IdempotentCreates(clock, async (apiKeyId, key, notBefore) => await findStoredResponse(db, apiKeyId, key, notBefore))
     await v1.register(petRoutes, { pets, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates, committed, apiUrl })
     await v1.register(categoryRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'categories', []), idempotentCreates, committed, apiUrl })
     const streams = new EventStreams(db, verifier, {

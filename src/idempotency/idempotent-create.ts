@@ -37,7 +37,8 @@ export class IdempotentCreates {
   // it also keeps two claims of one key out of one group commit.
   readonly #inFlight = new Set<string>()
 
-  constructor (private readonly clock: Clock) {}
+  /** `findStored` reads the answer kept under a key, if one was kept since `notBefore`, without claiming it. */
+  constructor (private readonly clock: Clock, private readonly findStored: (apiKeyId: bigint, key: string, notBefore: string) => Promise<StoredResponse | undefined>) {}
 
   /**
    * Claims `key` for `requestBody` and has `commit` create under the claim unless the key was used by
@@ -45,11 +46,17 @@ export class IdempotentCreates {
    */
   async create (apiKeyId: bigint, key: string, requestBody: unknown, locationPrefix: string, commit: (claim: IdempotencyClaim) => Promise<ClaimedCreate>): Promise<IdempotentResult> {
     const slot = `${apiKeyId}:${key}`
-    if (this.#inFlight.has(slot)) throw IN_USE
+    const requestHash = hash('sha256', canonicalJson(requestBody), 'hex') // one-shot, without a Hash object, as for keys
+    const notBefore = new Date(this.clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
+    if (this.#inFlight.has(slot)) {
+      // What is in flight may be a replay of a create answered long ago: its answer is kept, and is
+      // this request's too. Read only here, so that the common path costs no read.
+      const stored = await this.findStored(apiKeyId, key, notBefore)
+      if (stored === undefined) throw IN_USE
+      return resultOf({ outcome: 'replayed', response: stored }, requestHash, locationPrefix)
+    }
     this.#inFlight.add(slot)
     try {
-      const requestHash = hash('sha256', canonicalJson(requestBody), 'hex') // one-shot, without a Hash object, as for keys
-      const notBefore = new Date(this.clock.now() - IDEMPOTENCY_RETENTION_MS).toISOString()
       return resultOf(await commit({ apiKeyId, key, requestHash, locationPrefix, notBefore }), requestHash, locationPrefix)
     } finally {
       this.#inFlight.delete(slot)

@@ -30,6 +30,16 @@ export async function saveResponses (trx: Db, answers: ReadonlyArray<{ claim: Id
   }))).execute()
 }
 
+/** The answer kept under (API key, Idempotency-Key) since `notBefore`, read without the claim lock. */
+export async function findStoredResponse (db: Db, apiKeyId: bigint, key: string, notBefore: string): Promise<StoredResponse | undefined> {
+  const stored = await db.selectFrom('idempotency_keys')
+    .select(['request_hash as requestHash', 'status_code as status', 'response_body as body', 'location'])
+    .where('api_key_id', '=', apiKeyId).where('key', '=', key).where('created_at', '>=', notBefore)
+    .executeTakeFirst()
+  // SQLite hands integers back as BigInt.
+  return stored === undefined ? undefined : { ...stored, status: Number(stored.status) }
+}
+
 /**
  * Takes the claim lock (first, as every create does) and finds the answer kept under the claim's key, in
  * the caller's transaction, after deleting one older than the retention (Kysely's path; the pet stores
@@ -40,10 +50,5 @@ export async function findClaimedResponse (trx: Db, claim: IdempotencyClaim): Pr
   await trx.deleteFrom('idempotency_keys')
     .where('api_key_id', '=', claim.apiKeyId).where('key', '=', claim.key).where('created_at', '<', claim.notBefore)
     .execute()
-  const stored = await trx.selectFrom('idempotency_keys')
-    .select(['request_hash as requestHash', 'status_code as status', 'response_body as body', 'location'])
-    .where('api_key_id', '=', claim.apiKeyId).where('key', '=', claim.key)
-    .executeTakeFirst()
-  // SQLite hands integers back as BigInt.
-  return stored === undefined ? undefined : { ...stored, status: Number(stored.status) }
+  return await findStoredResponse(trx, claim.apiKeyId, claim.key, claim.notBefore)
 }

@@ -67,6 +67,19 @@ forEachStore((store) => {
     assert.equal(after.headers['idempotent-replayed'], 'true')
   })
 
+  test('concurrent retries of a create already answered all get its replay, and a different body its 422: a 409 says only that the first is still running', async (t) => {
+    const testApp = await build(t, { store })
+    const first = await post(testApp, 'done', { name: 'Rex', categoryId: 3 })
+    assert.equal(first.statusCode, 201)
+    const retries = await Promise.all(Array.from({ length: 10 }, (_, i) => post(testApp, 'done', { name: i === 9 ? 'Max' : 'Rex', categoryId: 3 })))
+    assert.deepEqual(retries.map((retry) => retry.statusCode), [...Array(9).fill(201), 422])
+    for (const retry of retries.slice(0, 9)) {
+      assert.equal(retry.body, first.body)
+      assert.equal(retry.headers['idempotent-replayed'], 'true')
+    }
+    assert.equal(await petCount(testApp), 1)
+  })
+
   test('keys belong to one API key; requests without a key are not deduplicated', async (t) => {
     const testApp = await build(t, { store })
     const other = await createKey(testApp.db, 'other')
