@@ -22,6 +22,18 @@ const SECRET_PART_CHARS = 16
 export const API_KEYS_IN_TEXT = new RegExp(
   `${percentEncodable(PREFIX)}(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${SECRET_PART_CHARS},${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'gi')
 
+/**
+ * Finds a key's characters after its prefix, alone, as a client that drops the known `ps_` sends
+ * them: a run of exactly as many base62 characters, which isApiKeyWithoutPrefix tells from other runs
+ * by its checksum.
+ */
+export const UNPREFIXED_API_KEYS = new RegExp(`(?<![0-9A-Za-z])[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}(?![0-9A-Za-z])`, 'g')
+
+/** True when `text` is a whole key but for its prefix. */
+export function isApiKeyWithoutPrefix (text: string): boolean {
+  return isWellFormedApiKey(PREFIX + text)
+}
+
 /** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */
 export interface GeneratedApiKey {
   key: string

@@ -89,6 +89,9 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     { url: `/v1/pets/ps%5f${key.slice(3)}`, headers: { authorization: `Bearer ${key}` } },
     { url: `/v1/pets?x=${percentEncoded(key)}` },
     { url: `/v1/pets?secret=${percentEncoded('whsec_')}MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw` },
+    // A key without its prefix, which is no secret (a client that drops it).
+    { url: `/v1/pets?api_key=${key.slice(3)}` },
+    { url: `/v1/pets/${key.slice(3)}`, headers: { authorization: `Bearer ${key}` } },
     // A key cut short (its checksum, which can be worked out again, and a few random characters gone).
     { url: `/v1/pets?token=${key.slice(0, -1)}` },
     { url: `/v1/pets/${key.slice(0, -10)}`, headers: { authorization: `Bearer ${key}` } }
