@@ -4,6 +4,14 @@
  */
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const
 
+/**
+ * The signals of a fault (a crash in native code, an abort), which close-with-grace would also take
+ * as a stop: a handler in JavaScript returns to the faulting instruction, which faults again, for
+ * good. Node's own exit faults so when the terminal it ran on has gone (a dropped ssh session): the
+ * process spun at a full core instead of ending.
+ */
+export const FAULT_SIGNALS = ['SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV'] as const
+
 export interface HeldStopSignals {
   /** Stops holding; the signal held, if one came, which the caller sends again once its own handlers are in place. */
   release: () => NodeJS.Signals | undefined

@@ -5,7 +5,7 @@ import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
 import { countApiKeys } from './api-keys/api-key.repository.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
-import { holdStopSignals, onStopSignals, resend, STOP_SIGNALS } from './held-stop-signals.js'
+import { FAULT_SIGNALS, holdStopSignals, onStopSignals, resend, STOP_SIGNALS } from './held-stop-signals.js'
 import { buildApp, LIMITS } from './app.js'
 import { commandName } from './cli/command-name.js'
 import { stoppedClock } from './clock.js'
@@ -81,7 +81,7 @@ export async function serve (config: Config): Promise<void> {
   let closing = false
   const shutdown = closeWithGrace({
     delay: config.SHUTDOWN_GRACE_MS,
-    skip: [...STOP_SIGNALS],
+    skip: [...STOP_SIGNALS, ...FAULT_SIGNALS],
     logger,
     onSecondSignal: exitOnSecondSignal,
     onTimeout: (delay) => { logger.error({ graceMs: delay }, `shutdown not finished within ${delay / 1000} s (requests in flight, or the store closing): exiting without it`) }

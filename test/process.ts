@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import type { TestContext } from 'node:test'
@@ -65,17 +65,29 @@ export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, comma
   return { url: ready[1]!, ...server }
 }
 
+/** True while the process `pid` exists (and is not a zombie). */
+export function isRunning (pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  } catch {
+    return false
+  }
+}
+
 /**
  * Starts `petstore serve` with its output on a terminal (script(1) makes one), where the first start
  * of a store shows its first key. Its `stop` signals the service itself (script would exit at once)
  * and resolves with its exit code, which script returns.
  */
-export async function startServerOnTerminal (t: TestContext, env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+export async function startServerOnTerminal (t: TestContext, env: NodeJS.ProcessEnv): Promise<ServerProcess & { pid: number }> {
   const command = ['exec', process.execPath, ...CLI, 'serve'].join(' ')
   const server = await startServer(t, { LOG_FORMAT: 'json', ...env }, ['script', '--quiet', '--flush', '--return', '--command', command, '/dev/null'])
   const pid = Number(/"pid":(\d+)/.exec(server.output())![1])
+  // Killed, script would leave the service behind, without its terminal.
+  defer(t, () => { if (isRunning(pid)) process.kill(pid, 'SIGKILL') })
   return {
     ...server,
+    pid,
     stop: async (signal = 'SIGTERM') => {
       const exited = server.child.exitCode === null ? once(server.child, 'exit').then(([code]) => code as number | null) : server.child.exitCode
       process.kill(pid, signal)

@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
-import { CLI, createKey, printedKeys, runCli, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
+import { CLI, createKey, isRunning, printedKeys, runCli, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 forEachStore((store) => {
   test('the first start on a terminal prints one key; a restart prints none and keeps every pet', async (t) => {
@@ -47,6 +47,14 @@ forEachStore((store) => {
     assert.equal(await onTerminal.stop('SIGTERM'), 0)
     const again = await startServer(t, env)
     assert.doesNotMatch(again.output(), /no API key/, 'a store with a key is not told to make one')
+  })
+
+  test('a service whose terminal goes away (closed, a dropped ssh session) stops and exits: it spun at a full core for good, caught in a fault it handled', async (t) => {
+    const server = await startServerOnTerminal(t, { DATABASE_URL: await store.databaseUrl(t) })
+    server.child.kill('SIGKILL') // script, which holds the terminal: the service gets SIGHUP, and its output fails
+    const deadline = Date.now() + 10_000
+    while (isRunning(server.pid) && Date.now() < deadline) await sleep(50)
+    assert.equal(isRunning(server.pid), false, `still running ${10_000} ms after its terminal went`)
   })
 
   test('SIGTERM ends open event streams at once and exits 0', async (t) => {
