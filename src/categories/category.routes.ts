@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
-import { ApiError, errorExample, errorResponses } from '../errors.js'
+import { ApiError, errorExample, errorResponses, type ErrorResponse } from '../errors.js'
 import { IdempotencyKeyHeaders } from '../idempotency/idempotency-key-header.js'
 import type { IdempotentCreates } from '../idempotency/idempotent-create.js'
 import { responseHeaders } from '../openapi/response-headers.js'
@@ -27,9 +27,12 @@ export interface CategoryRoutesOptions {
 const BETA = { 'x-stability': 'beta', tags: ['categories'] } as const
 
 const CATEGORY_EXISTS = {
-  status: 409, description: 'A category of this name exists (compared without regard to case); nothing was created', code: 'category_exists',
-  example: 'A category named "dogs" exists already (id 3); names are compared without regard to case'
-} as const
+  status: 409,
+  description: 'A category of this name exists (compared without regard to case); nothing was created. Or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`)',
+  code: 'category_exists',
+  example: 'A category named "dogs" exists already (id 3); names are compared without regard to case',
+  headers: ['Retry-After']
+} satisfies ErrorResponse
 const CATEGORY_ID_INVALID = errorExample(400, 'Path parameter `categoryId` must be an integer from 1 to 9223372036854775807')
 const CATEGORY_NOT_FOUND = errorExample(404, 'No category with id 3')
 

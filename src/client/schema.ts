@@ -1021,13 +1021,14 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A category of this name exists (compared without regard to case); nothing was created */
+        /** @description A category of this name exists (compared without regard to case); nothing was created. Or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`) */
         ConflictWithStability: {
             headers: {
                 "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                 "API-Stability": components["headers"]["API-Stability"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -3957,13 +3958,14 @@ export interface operations {
             403: components["responses"]["ForbiddenWithStability"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed */
+            /** @description There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`) */
             409: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -48,10 +48,11 @@ const URL_REFUSED = {
 } as const
 const LIMIT_REACHED = {
   status: 409,
-  description: 'There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed',
+  description: 'There are as many subscriptions as there may be (100); or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`)',
   code: 'webhook_limit_reached',
-  example: 'There are 100 webhooks, the most there may be; delete one first'
-} as const
+  example: 'There are 100 webhooks, the most there may be; delete one first',
+  headers: ['Retry-After']
+} satisfies ErrorResponse
 const URL_REFUSED_OR_KEY_REUSED = { ...URL_REFUSED, description: `${URL_REFUSED.description}; or the \`Idempotency-Key\` was used before with another body` }
 const RETRIES_QUEUED: ErrorResponse = {
   status: 429,

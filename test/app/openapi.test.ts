@@ -179,6 +179,20 @@ test('the headers an answer carries are declared on its response in the document
   assert.deepEqual(resolve(doc, doc.paths['/events/stream'].get.responses[429]).headers['Retry-After'], { $ref: '#/components/headers/Retry-After' })
 })
 
+test('every create that takes an Idempotency-Key declares its 409 for a retry while the first is running, with Retry-After', async (t) => {
+  const testApp = await build(t)
+  const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
+  const creates = Object.entries(doc.paths as Record<string, Record<string, { parameters?: unknown[], responses: Record<string, unknown> }>>)
+    .flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ name: `${method} ${path}`, operation })))
+    .filter(({ operation }) => operation.parameters?.some((parameter) => resolve(doc, parameter).name.toLowerCase() === 'idempotency-key'))
+  assert.deepEqual(creates.map(({ name }) => name).sort(), ['post /categories', 'post /pets', 'post /webhooks'])
+  for (const { name, operation } of creates) {
+    const conflict = resolve(doc, operation.responses[409])
+    assert.match(conflict.description, /`Idempotency-Key` is still being processed/, name)
+    assert.deepEqual(conflict.headers?.['Retry-After'], { $ref: '#/components/headers/Retry-After' }, name)
+  }
+})
+
 test('the documented 400, 404, 405 and 414 examples are the answers the server gives', async (t) => {
   const testApp = await build(t)
   const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
