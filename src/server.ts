@@ -134,7 +134,9 @@ async function prepareStore (store: Store, config: Config, logger: Logger): Prom
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   if (process.stdout.isTTY !== true) {
     if (await countApiKeys(store.db) === 0) {
-      logger.warn(`this store has no API key: make one with \`${commandName()} keys create --name NAME\` ` +
+      // A command that works from any folder: a service (systemd's) seldom runs where its operator is.
+      const command = commandName() === 'petstore' ? process.argv[1] : commandName()
+      logger.warn(`this store has no API key: make one with \`${command} keys create --name NAME\`, run with this service's settings (its DATABASE_URL) ` +
         '(none is made and shown here, as on a terminal: this output is not one, and a log would keep the key)')
     }
     return
