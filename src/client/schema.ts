@@ -1189,7 +1189,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "header_too_large",
-                 *       "message": "Request Header Fields Too Large",
+                 *       "message": "The request's head is larger than the limit of 16384 bytes (16 KiB)",
                  *       "status": 431
                  *     }
                  */
@@ -1306,7 +1306,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "request_timeout",
-                 *       "message": "Request Timeout",
+                 *       "message": "The request did not arrive in time: its head must arrive within 5 s, and the whole of it within 30 s",
                  *       "status": 408
                  *     }
                  */

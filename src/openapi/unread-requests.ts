@@ -1,20 +1,32 @@
-import { STATUS_CODES } from 'node:http'
+import { maxHeaderSize, type Server } from 'node:http'
 import { ERROR_CATALOG, type ErrorCode } from '../errors.js'
 
 type Json = Record<string, unknown>
 interface Operation { responses?: Record<string, Json> }
 type Paths = Record<string, Record<string, Operation>>
 
+/** The 408's message, with the limits of `server` that the request passed. */
+export function requestTimeoutMessage ({ headersTimeout, requestTimeout }: Pick<Server, 'headersTimeout' | 'requestTimeout'>): string {
+  return `The request did not arrive in time: its head must arrive within ${headersTimeout / 1000} s, and the whole of it within ${requestTimeout / 1000} s`
+}
+
+/** The 431's message. */
+export const HEAD_TOO_LARGE_MESSAGE = `The request's head is larger than the limit of ${maxHeaderSize} bytes (${maxHeaderSize / 1024} KiB)`
+
 /**
  * The answers a request may get before it is read whole, whatever its operation: a head or body that
- * comes too slowly (408), an `Expect` other than `100-continue` (417), a head over 16 KiB (431), with
- * their messages as sent.
+ * comes too slowly (408), an `Expect` other than `100-continue` (417), a head over 16 KiB (431).
  */
-const UNREAD: Array<{ code: ErrorCode, status: number, message: string }> = [
-  { code: 'request_timeout', status: 408, message: STATUS_CODES[408]! },
-  { code: 'expectation_failed', status: 417, message: 'Expect: 100-later cannot be met; only 100-continue can' },
-  { code: 'header_too_large', status: 431, message: STATUS_CODES[431]! }
+const UNREAD: Array<{ code: ErrorCode, status: number }> = [
+  { code: 'request_timeout', status: 408 },
+  { code: 'expectation_failed', status: 417 },
+  { code: 'header_too_large', status: 431 }
 ]
+
+/** Their messages, as `server` sends them. */
+function unreadMessages (server: Pick<Server, 'headersTimeout' | 'requestTimeout'>): Record<number, string> {
+  return { 408: requestTimeoutMessage(server), 417: 'Expect: 100-later cannot be met; only 100-continue can', 431: HEAD_TOO_LARGE_MESSAGE }
+}
 
 /**
  * Their statuses, whose answers carry none of the key's, the rate limit's or the operation's headers.
@@ -27,11 +39,13 @@ export const UNREAD_STATUSES = new Set(UNREAD.map(({ status }) => String(status)
  * before any route sees the request, so no route declares them, and a client or a validator reading
  * the document found them undeclared. Mutates `paths`.
  */
-export function declareUnreadRequests (paths: Paths): void {
+export function declareUnreadRequests (paths: Paths, server: Pick<Server, 'headersTimeout' | 'requestTimeout'>): void {
+  const messages = unreadMessages(server)
   for (const item of Object.values(paths)) {
     for (const operation of Object.values(item)) {
       operation.responses ??= {}
-      for (const { code, status, message } of UNREAD) {
+      for (const { code, status } of UNREAD) {
+        const message = messages[status]
         operation.responses[status] = {
           description: ERROR_CATALOG[code].meaning,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { code, message, status } } }

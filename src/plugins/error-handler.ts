@@ -1,8 +1,9 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError, type ErrorBody, type ErrorCode } from '../errors.js'
+import { HEAD_TOO_LARGE_MESSAGE, requestTimeoutMessage } from '../openapi/unread-requests.js'
 import { OutageLog } from '../outage-log.js'
 import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
@@ -216,11 +217,20 @@ export function answerClientError (error: NodeJS.ErrnoException, socket: Socket,
       return
     }
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
-    const { reason } = error as { reason?: unknown }
-    const message = status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
+    const message = clientErrorMessage(error, status, (socket as { server?: Server }).server)
     endWithError(socket, { code: CODE_BY_STATUS[status]!, message, status }, count, { head: isHeadRequest(error) })
   })
+}
+
+/** What the answer to a request that could not be read says: what to change, with the limit it passed. */
+function clientErrorMessage (error: NodeJS.ErrnoException, status: number, server: Server | undefined): string {
+  if (status === 408 && server !== undefined) return requestTimeoutMessage(server)
+  if (status === 431) return HEAD_TOO_LARGE_MESSAGE
+  if (error.code === 'HPE_PAUSED_H2_UPGRADE') return 'HTTP/2 is not served here: send HTTP/1.1' // its preface, PRI * HTTP/2.0
+  if (error.code === 'HPE_INVALID_EOF_STATE') return 'The connection closed before the request was whole'
+  // A parse error's reason is a fixed text of Node's parser ("Duplicate Content-Length"), never the request's bytes.
+  const { reason } = error as { reason?: unknown }
+  return status === 400 && typeof reason === 'string' ? `The request is not valid HTTP: ${reason}` : STATUS_CODES[status]!
 }
 
 /** Counts an answer to a request that could not be read whole, by its status (the API's metrics). */

@@ -110,7 +110,7 @@ export default fp<{ config: Config, clock: Clock }>(async (app, { config, clock 
       const paths = boundInt64(referenceNamed(document.paths)) as Parameters<typeof declareHeaders>[0]
       declareMethodNotAllowed(paths)
       declareUriTooLong(paths, app.initialConfig.routerOptions?.maxParamLength ?? 0)
-      declareUnreadRequests(paths)
+      declareUnreadRequests(paths, app.server)
       declareNoContent(paths)
       describeHeadOperations(paths)
       declareHeaders(paths)
