@@ -92,6 +92,11 @@ export default fp<{ publicBaseUrl: string | undefined }>(async (app, { publicBas
       if (request.url.split('?', 1)[0] === FILES_FOLDER || request.routeOptions.url === STOCK_PAGE) throw NO_FILE
       for (const header of PARTIAL_OR_CONDITIONAL) delete request.raw.headers[header]
     })
+    // Range is dropped above, so the file server's `Accept-Ranges: bytes` would offer what is never given.
+    docs.addHook('onSend', (_request, reply, payload, done) => {
+      reply.removeHeader('accept-ranges')
+      done(null, payload)
+    })
     docs.setErrorHandler((error: Error, request, reply) => { sendError(fileServerError(error), request, reply) })
     await docs.register(swaggerUi, { ...DOCS_OPTIONS, indexPrefix: pathPrefix === '' ? undefined : pathPrefix })
   })
