@@ -1,7 +1,30 @@
 import fp from 'fastify-plugin'
+import { clientNetwork } from '../client-address.js'
 
 /** The longest a refused connection goes without a log line. */
 const WARNING_INTERVAL_MS = 60_000
+
+/**
+ * Counts the open connections of each client network (an address, or an IPv6 /64 as the rate limit
+ * counts them: a subscriber holds all of one, and each address would have places of its own): `admit`
+ * takes a place and returns what gives it back, or undefined when the network holds `perAddress`.
+ */
+export function connectionCounts (perAddress: number): { admit: (address: string) => (() => void) | undefined } {
+  const open = new Map<string, number>()
+  return {
+    admit: (address) => {
+      const network = clientNetwork(address, undefined)
+      const count = (open.get(network) ?? 0) + 1
+      if (count > perAddress) return undefined
+      open.set(network, count)
+      return () => {
+        const left = open.get(network)! - 1
+        if (left === 0) open.delete(network)
+        else open.set(network, left)
+      }
+    }
+  }
+}
 
 /**
  * Refuses, by closing it at once, a connection from an address that already holds `perAddress`
@@ -10,13 +33,13 @@ const WARNING_INTERVAL_MS = 60_000
  * counted: they carry many clients, whose addresses a socket does not show.
  */
 export default fp<{ perAddress: number, trusted: (address: string) => boolean }>(async (app, { perAddress, trusted }) => {
-  const open = new Map<string, number>()
+  const counts = connectionCounts(perAddress)
   let warnedAt = -Infinity
   app.server.on('connection', (socket) => {
     const address = socket.remoteAddress ?? ''
     if (trusted(address)) return
-    const count = (open.get(address) ?? 0) + 1
-    if (count > perAddress) {
+    const release = counts.admit(address)
+    if (release === undefined) {
       socket.destroy()
       // Behind a proxy not named in TRUST_PROXY, every client comes from the proxy's address: the
       // operator learns why its clients get errors, at most once a minute however many are refused.
@@ -27,11 +50,6 @@ export default fp<{ perAddress: number, trusted: (address: string) => boolean }>
       }
       return
     }
-    open.set(address, count)
-    socket.once('close', () => {
-      const left = open.get(address)! - 1
-      if (left === 0) open.delete(address)
-      else open.set(address, left)
-    })
+    socket.once('close', release)
   })
 }, { name: 'connection-limit' })

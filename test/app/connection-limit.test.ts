@@ -5,7 +5,22 @@ import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
 import { join } from 'node:path'
 import { build, closesWithin, defer, halfOpenAnswered, servedWithin, tempDir } from '../helper.js'
+import { connectionCounts } from '../../src/plugins/connection-limit.js'
 import { startServer } from '../process.js'
+
+test('CONNECTIONS_PER_ADDRESS counts an IPv6 client by its /64, as the rate limit does (each of its addresses had places of its own), and an IPv4-mapped address as IPv4', () => {
+  const counts = connectionCounts(2)
+  const first = counts.admit('2001:db8:0:7::1')
+  assert.ok(first)
+  assert.ok(counts.admit('2001:db8:0:7::2'))
+  assert.equal(counts.admit('2001:db8:0:7:ffff::3'), undefined, 'a third address of the same /64')
+  assert.ok(counts.admit('2001:db8:0:8::1'), 'another /64')
+  assert.ok(counts.admit('::ffff:192.0.2.1'))
+  assert.ok(counts.admit('192.0.2.1'))
+  assert.equal(counts.admit('::ffff:192.0.2.1'), undefined, 'the IPv4 address, however written')
+  first()
+  assert.ok(counts.admit('2001:db8:0:7::9'), 'a place given back is free again')
+})
 
 test('past CONNECTIONS_PER_ADDRESS, a new connection from that address is closed at once, while another address is served', async (t) => {
   const testApp = await build(t, { env: { CONNECTIONS_PER_ADDRESS: '3' } })
