@@ -130,12 +130,21 @@ function dropBodyAfterAnswer (request: FastifyRequest, reply: FastifyReply): voi
   if (reply.getHeader('connection') === 'close' && reply.raw.shouldKeepAlive && !reply.raw.hasHeader('connection')) {
     reply.header('connection', 'keep-alive').header('keep-alive', `timeout=${Math.floor(request.server.server.keepAliveTimeout / 1000)}`)
   }
-  bodiesDropped.add(socket)
+  bodiesDropped.set(socket, raw)
   raw.once('end', () => { bodiesDropped.delete(socket) })
 }
 
-// The connections whose request's body is being dropped after its answer (see dropBodyAfterAnswer).
-const bodiesDropped = new WeakSet<Socket>()
+/**
+ * The connections whose request's body is being dropped after its answer (see dropBodyAfterAnswer),
+ * with that request: a fault is in its body only while it is not `complete`, which the parser sets
+ * as the body ends, where `end` comes later (a request pipelined after it, in the same read, may
+ * already have faulted).
+ */
+const bodiesDropped = new WeakMap<Socket, IncomingMessage>()
+
+function isDroppingBody (socket: Socket): boolean {
+  return bodiesDropped.get(socket)?.complete === false
+}
 
 /** A 503's kind in the outage log: the store's error when the store is the cause, else the message. */
 function outageKind ({ message, cause }: ApiError): string {
@@ -203,7 +212,7 @@ const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value
  * they get none.
  */
 export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, count: CountUnread): void {
-  if (error.code === 'ECONNRESET' || !socket.writable || bodiesDropped.has(socket)) {
+  if (error.code === 'ECONNRESET' || !socket.writable || isDroppingBody(socket)) {
     socket.destroy()
     return
   }

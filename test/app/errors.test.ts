@@ -444,6 +444,15 @@ test('a request answered before its body is read has a short body of known lengt
   assert.equal((await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })).json().length, cases.length, 'one pet for each create after a refusal')
 })
 
+test('after a body dropped whole, bytes that are no request, in the same read, are answered 400 after the requests pipelined before them (they were dropped with the connection, unanswered)', async (t) => {
+  const testApp = await build(t)
+  const key = `Authorization: ${testApp.auth.authorization}\r\n`
+  for (const [refused, status] of [[`POST /v1/pets HTTP/1.1\r\nHost: x\r\n${key}Content-Type: text/plain\r\nContent-Length: 1\r\n\r\n{`, 415], ['POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}', 401]] as const) {
+    const answers = (await exchange(testApp, `${refused}GET /v1/pets/1 HTTP/1.1\r\nHost: x\r\n${key}\r\nGARBAGE\r\n\r\n`)).match(/HTTP\/1\.1 \d{3}/g)
+    assert.deepEqual(answers, [`HTTP/1.1 ${status}`, 'HTTP/1.1 404', 'HTTP/1.1 400'])
+  }
+})
+
 test('a body dropped after its answer that never comes whole closes the connection at the request timeout, with no second answer; a client that asked to close has it closed', async (t) => {
   const testApp = await build(t, { limits: { headersTimeoutMs: 200, requestTimeoutMs: 400 } })
   for (const status of [401, 413]) {
