@@ -332,8 +332,9 @@ function endWithError (socket: Socket, error: ErrorBody, count: CountUnread, { h
   }
   count(error.status)
   const body = JSON.stringify(error)
+  // No-store, as the API's answers: a 501 is cacheable by default (RFC 9110, section 15.1).
   socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${SECURITY_HEADER_LINES}` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`)
+    `Cache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`)
 }
 
 /**

@@ -114,6 +114,7 @@ test('malformed HTTP gets the Error body from the socket layer', async (t) => {
   }
   const tooLarge = await send(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
   assert.match(tooLarge, /^HTTP\/1\.1 431 /)
+  assert.match(tooLarge, /\r\nCache-Control: no-store\r\n/i)
   assert.ok(tooLarge.endsWith(JSON.stringify({ code: 'header_too_large', message: 'The request\'s head is larger than the limit of 16384 bytes (16 KiB)', status: 431 })), tooLarge)
   // The answer says what the parser found (a fixed text of its own, never the request's bytes).
   const malformed = [
