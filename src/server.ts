@@ -1,6 +1,7 @@
 import cluster from 'node:cluster'
 import { once } from 'node:events'
 import type { Server } from 'node:http'
+import { resolve } from 'node:path'
 import closeWithGrace from 'close-with-grace'
 import { defaultExpiry } from './api-keys/duration.js'
 import { countApiKeys } from './api-keys/api-key.repository.js'
@@ -134,10 +135,9 @@ async function prepareStore (store: Store, config: Config, logger: Logger): Prom
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   if (process.stdout.isTTY !== true) {
     if (await countApiKeys(store.db) === 0) {
-      // A command that works from any folder: a service (systemd's) seldom runs where its operator is.
-      const command = commandName() === 'petstore' ? process.argv[1] : commandName()
-      logger.warn(`this store has no API key: make one with \`${command} keys create --name NAME\`, run with this service's settings (its DATABASE_URL) ` +
-        '(none is made and shown here, as on a terminal: this output is not one, and a log would keep the key)')
+      // The command's whole path, which works from any folder: a service (systemd's) seldom runs where its operator is.
+      logger.warn(`this store has no API key: make one with \`${resolve(process.argv[1] ?? 'petstore')} keys create --name NAME\`, run with this service's settings (its DATABASE_URL) ` +
+        '(none is made here, as it would be on a terminal: this output is not one, and a log would keep the key)')
     }
     return
   }

@@ -80,9 +80,10 @@ export function isRunning (pid: number): boolean {
  * and resolves with its exit code, which script returns.
  */
 export async function startServerOnTerminal (t: TestContext, env: NodeJS.ProcessEnv): Promise<ServerProcess & { pid: number }> {
-  const command = ['exec', process.execPath, ...CLI, 'serve'].join(' ')
+  // Each word quoted for the shell script(1) runs the command with.
+  const command = ['exec', ...[process.execPath, ...CLI, 'serve'].map((word) => `'${word.replaceAll("'", "'\\''")}'`)].join(' ')
   const server = await startServer(t, { LOG_FORMAT: 'json', ...env }, ['script', '--quiet', '--flush', '--return', '--command', command, '/dev/null'])
-  const pid = Number(/"pid":(\d+)/.exec(server.output())![1])
+  const pid = Number(/"pid":(\d+)[^\n]*"msg":"starting petstore/.exec(server.output())![1])
   // Killed, script would leave the service behind, without its terminal.
   defer(t, () => { if (isRunning(pid)) process.kill(pid, 'SIGKILL') })
   return {

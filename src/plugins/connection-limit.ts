@@ -46,7 +46,8 @@ export default fp<{ perAddress: number, trusted: (address: string) => boolean }>
       const now = performance.now()
       if (now - warnedAt >= WARNING_INTERVAL_MS) {
         warnedAt = now
-        app.log.warn({ address, perAddress }, `connections from ${address} past CONNECTIONS_PER_ADDRESS (${perAddress}) are closed at once; if it is a proxy or load balancer, name it in TRUST_PROXY`)
+        const network = clientNetwork(address, undefined)
+        app.log.warn({ address, network, perAddress }, `connections from ${network} past CONNECTIONS_PER_ADDRESS (${perAddress}) are closed at once; if it is a proxy or load balancer, name it in TRUST_PROXY`)
       }
       return
     }

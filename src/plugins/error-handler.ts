@@ -131,7 +131,8 @@ function dropBodyAfterAnswer (request: FastifyRequest, reply: FastifyReply): voi
     reply.header('connection', 'keep-alive').header('keep-alive', `timeout=${Math.floor(request.server.server.keepAliveTimeout / 1000)}`)
   }
   bodiesDropped.set(socket, raw)
-  raw.once('end', () => { bodiesDropped.delete(socket) })
+  // Only its own mark: a later request on the connection may have set one since.
+  raw.once('end', () => { if (bodiesDropped.get(socket) === raw) bodiesDropped.delete(socket) })
 }
 
 /**

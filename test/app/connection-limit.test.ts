@@ -88,9 +88,10 @@ test('connections refused past CONNECTIONS_PER_ADDRESS are logged once, naming T
   for (let refused = 0; refused < 3; refused++) assert.equal(await closesWithin(await open(), 2000), true, 'a connection past the limit is closed')
   const warnings = () => server.output().split('\n').filter((line) => line.includes('TRUST_PROXY')).map((line) => JSON.parse(line))
   for (let waited = 0; warnings().length === 0 && waited < 2000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50))
-  assert.deepEqual(warnings().map(({ level, address, perAddress, msg }) => ({ level, address, perAddress, msg })), [{
+  assert.deepEqual(warnings().map(({ level, address, network, perAddress, msg }) => ({ level, address, network, perAddress, msg })), [{
     level: 40,
     address: '127.0.0.1',
+    network: '127.0.0.1',
     perAddress: 1,
     msg: 'connections from 127.0.0.1 past CONNECTIONS_PER_ADDRESS (1) are closed at once; if it is a proxy or load balancer, name it in TRUST_PROXY'
   }])

@@ -61,6 +61,9 @@ test('requests refused before their route runs (their head, a malformed path, an
   }
 })
 
+// As long as a key without its `ps_`, in base62, but not a key: its last 6 characters are no checksum of the rest.
+const NOT_A_KEY = 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789Ab'
+
 test('keys, their hashes, webhook secrets and Authorization headers never reach the logs, in a URL either', async (t) => {
   const logs = new PassThrough()
   let written = ''
@@ -89,7 +92,8 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     { url: `/v1/pets/ps%5f${key.slice(3)}`, headers: { authorization: `Bearer ${key}` } },
     { url: `/v1/pets?x=${percentEncoded(key)}` },
     { url: `/v1/pets?secret=${percentEncoded('whsec_')}MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw` },
-    // A key without its prefix, which is no secret (a client that drops it).
+    // A key without its prefix (a client that drops it): still a secret, though it lacks `ps_`.
+    { url: `/v1/pets?ref=${NOT_A_KEY}` },
     { url: `/v1/pets?api_key=${key.slice(3)}` },
     { url: `/v1/pets/${key.slice(3)}`, headers: { authorization: `Bearer ${key}` } },
     // A key cut short (its checksum, which can be worked out again, and a few random characters gone).
@@ -102,6 +106,7 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   assert.equal(failed.statusCode, 500)
   assert.ok(written.includes('request failed'), 'the test saw real log lines')
   assert.ok(written.includes('api_key=[redacted]'), 'the line is kept, the key in it redacted')
+  assert.ok(written.includes(`ref=${NOT_A_KEY}`), 'a run as long as a key without its prefix, but without its checksum, is kept')
   for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20))]) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }

@@ -39,7 +39,7 @@ forEachStore((store) => {
     assert.doesNotMatch(logged.output(), /ps_/)
     const hint = logged.output().split('\n').find((line) => line.includes('no API key'))
     assert.ok(hint, logged.output())
-    assert.match(JSON.parse(hint).msg, /^this store has no API key: make one with `\S+ keys create --name NAME`, run with this service's settings \(its DATABASE_URL\)/)
+    assert.match(JSON.parse(hint).msg, /^this store has no API key: make one with `\/\S+ keys create --name NAME`, run with this service's settings \(its DATABASE_URL\)/)
     assert.equal(await logged.stop('SIGTERM'), 0)
 
     const onTerminal = await startServerOnTerminal(t, env)
