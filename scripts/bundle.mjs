@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, realpathSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import { REQUIRE_BANNER, UNBUNDLED_PACKAGES } from './bundling.mjs'
 
 /**
  * The commit checked out, `.dirty` after it when tracked files differ from it; none outside a clone
@@ -37,14 +38,8 @@ const options = {
   logLevel: 'warning',
   // The version the command prints (src/version.ts).
   define: commit === undefined ? {} : { PETSTORE_COMMIT: JSON.stringify(commit) },
-  // CommonJS dependencies inside an ES module still call require() for Node's built-ins.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-  external: [
-    'better-sqlite3', // a native addon, found by path at run time
-    'pg', // loaded only when DATABASE_URL is PostgreSQL
-    '@fastify/swagger-ui', // serves the files of its own package folder
-    'pino' // its transports run files of its package in worker threads
-  ]
+  banner: REQUIRE_BANNER,
+  external: UNBUNDLED_PACKAGES
 }
 // Chunks are named by their content: those of an earlier build would otherwise stay, and be packed.
 for (const name of existsSync('dist') ? readdirSync('dist') : []) {
