@@ -3,7 +3,7 @@ import type { TestContext } from 'node:test'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 // A CommonJS module: its function is `default` of the module object TypeScript sees.
 import ajvFormats from 'ajv-formats'
-import { OpenAPIBackend, SetMatchType, type Document } from 'openapi-backend'
+import { OpenAPIBackend, SetMatchType, type Document, type Operation } from 'openapi-backend'
 import { GENERAL_HEADERS, STABILITY_HEADER } from '../src/openapi/response-headers.js'
 
 /** Headers of HTTP itself, which an OpenAPI document does not declare. */
@@ -11,17 +11,23 @@ const HTTP_HEADERS = new Set(['content-type', 'content-length', 'date', 'connect
 // Described once in the document's info rather than on each response (see response-headers.ts).
 const UNDECLARED = new Set([...HTTP_HEADERS, ...Object.keys(GENERAL_HEADERS), STABILITY_HEADER])
 
-const validators = new Map<string, Promise<OpenAPIBackend>>()
+/** A served document's validator, and its operations by method and path template (`get /pets/{petId}`). */
+interface Contract {
+  api: OpenAPIBackend
+  operations: Map<string, Operation>
+}
+
+const contracts = new Map<string, Promise<Contract>>()
 
 /**
  * openapi-backend (a third-party validator) on a served document; compiled once per distinct document.
  * `quick` skips its check of the document itself, which knows only OpenAPI 3.0's schema (Redocly's
  * lint checks it as 3.1: test/app/openapi-lint.test.ts).
  */
-function validatorFor (document: object): Promise<OpenAPIBackend> {
+function contractOf (document: object): Promise<Contract> {
   const text = JSON.stringify(document)
-  let validator = validators.get(text)
-  if (validator === undefined) {
+  let contract = contracts.get(text)
+  if (contract === undefined) {
     const api = new OpenAPIBackend({
       definition: structuredClone(document) as Document,
       apiRoot: '/v1',
@@ -36,10 +42,10 @@ function validatorFor (document: object): Promise<OpenAPIBackend> {
         return ajv
       }
     })
-    validator = api.init()
-    validators.set(text, validator)
+    contract = api.init().then(() => ({ api, operations: new Map(api.router.getOperations().map((operation) => [`${operation.method} ${operation.path}`, operation])) }))
+    contracts.set(text, contract)
   }
-  return validator
+  return contract
 }
 
 interface Response { headers?: Record<string, { required?: boolean }>, content?: Record<string, unknown> }
@@ -55,16 +61,15 @@ interface Answer {
 }
 
 /** What is wrong with an answer against the document, as sentences; empty when it keeps to it. */
-async function contractViolations (document: object, answer: Answer): Promise<string[]> {
+function contractViolations ({ api, operations }: Contract, answer: Answer): string[] {
   const url = new URL(answer.url, 'http://127.0.0.1')
   if (!url.pathname.startsWith('/v1/') || url.pathname === '/v1/openapi.json') return []
-  const api = await validatorFor(document)
   // The operation of the route the server chose (so `/v1/pets/` is getPet with an empty id, as served);
   // for no route, another method on a documented path, whose operations declare that answer (405).
   const template = answer.route?.replace(/^\/v1/, '').replace(/:(\w+)/g, '{$1}')
   const operation = template === undefined ?
       ['get', 'post', 'patch'].map((method) => api.router.matchOperation({ method, path: url.pathname, headers: {} })).find((found) => found !== undefined) :
-      api.router.getOperations().find(({ path, method }) => path === template && method === answer.method.toLowerCase())
+      operations.get(`${answer.method.toLowerCase()} ${template}`)
   if (operation === undefined) return template === undefined ? [] : [`${answer.method} ${answer.route}: the route is not in the document`]
   const where = `${answer.method} ${url.pathname} ${answer.status} (${operation.operationId})`
   const response = (operation.responses as Record<string, Response>)[String(answer.status)]
@@ -113,9 +118,8 @@ export function checkContract (t: TestContext, app: FastifyInstance, afterTest: 
   })
   afterTest(async () => {
     if (answers.length === 0) return
-    const document = app.swagger()
-    const violations: string[] = []
-    for (const answer of answers) violations.push(...await contractViolations(document, answer))
+    const contract = await contractOf(app.swagger())
+    const violations = answers.flatMap((answer) => contractViolations(contract, answer))
     assert.deepEqual(violations, [], `${t.name}: answers that break the OpenAPI document`)
   })
 }
