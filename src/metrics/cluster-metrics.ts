@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js'
 const REQUEST = 'prom-client:getMetricsReq'
 const RESPONSE = 'prom-client:getMetricsRes'
 /** How long a scrape waits for a worker's answer; past it, the worker counts as its last answer's counts. */
-const ANSWER_MS = 1000
+export const ANSWER_MS = 1000
 
 const NOTHING_KNOWN = new ApiError(503, 'service_unavailable', 'No worker has answered a scrape yet (starting, or frozen): nothing is known to show', {
   headers: { 'retry-after': '1' }

@@ -2,6 +2,14 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import { isStoreUnavailable } from '../store/store-errors.js'
 import type { DeliveryAnswer } from './webhook-transport.js'
 
+/**
+ * How long a scrape waits for the queue's depth, which the store is asked for: past it the depth is
+ * unknown (NaN). Under the primary's wait for each worker's metrics (WEB_CONCURRENCY; see
+ * cluster-metrics.ts): a store that answers late (frozen, or waiting on its connection deadline) had
+ * the primary serve each worker's counts of before the outage, for as long as it lasted.
+ */
+export const QUEUE_DEPTH_WAIT_MS = 500
+
 /** Webhook deliveries on /metrics: attempts by outcome, latency from the change to its delivery, and the queue's depth. */
 export class WebhookMetrics {
   readonly #attempts: Counter<'outcome'>
@@ -23,19 +31,14 @@ export class WebhookMetrics {
 
     new Gauge({
       name: 'petstore_webhook_queue_depth',
-      help: 'Events after the position of each enabled subscription, summed (of any type: an upper bound); NaN while the store cannot be read',
+      help: `Events after the position of each enabled subscription, summed (of any type: an upper bound); NaN while the store cannot be read within ${QUEUE_DEPTH_WAIT_MS} ms`,
       registers: [registry],
       // Every worker (WEB_CONCURRENCY) reads the one store: their values are not added up.
       aggregator: 'max',
       // Read from the store: during an outage it is unknown (NaN; with no value, prom-client writes 0),
       // and the scrape goes on (a collect that throws failed all of it, when the rest matters most).
       async collect () {
-        try {
-          this.set(await owedEvents())
-        } catch (error) {
-          if (!isStoreUnavailable(error)) throw error
-          this.set(Number.NaN)
-        }
+        this.set(await depthWithin(owedEvents, QUEUE_DEPTH_WAIT_MS))
       }
     })
   }
@@ -45,5 +48,20 @@ export class WebhookMetrics {
     const delivered = answer.error === undefined
     this.#attempts.inc({ outcome: delivered ? 'delivered' : 'failed' })
     if (delivered && occurredAt !== undefined) this.#latency.observe((now - Date.parse(occurredAt)) / 1000)
+  }
+}
+
+/** The queue's depth, or NaN when the store cannot be read or has not answered within `ms`. */
+async function depthWithin (owedEvents: () => Promise<number>, ms: number): Promise<number> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<number>((resolve) => { timer = setTimeout(resolve, ms, Number.NaN) })
+  const read = owedEvents().catch((error: unknown) => {
+    if (!isStoreUnavailable(error)) throw error
+    return Number.NaN
+  })
+  try {
+    return await Promise.race([read, late])
+  } finally {
+    clearTimeout(timer)
   }
 }

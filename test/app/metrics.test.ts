@@ -4,9 +4,9 @@ import { connect, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { ClusterMetrics } from '../../src/metrics/cluster-metrics.js'
+import { ANSWER_MS, ClusterMetrics } from '../../src/metrics/cluster-metrics.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
-import { WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
+import { QUEUE_DEPTH_WAIT_MS, WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
 import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, halfOpenAnswered, servedWithin, TEST_LIMITS, untilReceived } from '../helper.js'
 import { startServer } from '../process.js'
 
@@ -221,6 +221,13 @@ test('a store that cannot be read makes the webhook queue depth unknown (NaN), a
   assert.match(text, /^petstore_webhook_queue_depth nan$/mi) // prom-client writes Nan, which Prometheus reads as NaN
   assert.match(text, /^# TYPE petstore_webhook_deliveries_total counter$/m)
   assert.match(text, /^# TYPE http_requests_total counter$/m)
+})
+
+test('a store that does not answer (frozen) makes the webhook queue depth unknown within QUEUE_DEPTH_WAIT_MS, under the primary\'s wait for a worker\'s metrics (its counts went stale for the whole outage)', { timeout: 5000 }, async () => {
+  const metrics = createMetrics()
+  new WebhookMetrics(metrics.registry, () => new Promise(() => {}))
+  assert.match(await metrics.registry.metrics(), /^petstore_webhook_queue_depth nan$/mi)
+  assert.ok(QUEUE_DEPTH_WAIT_MS < ANSWER_MS)
 })
 
 test('metrics listen on 127.0.0.1 unless METRICS_HOST says otherwise, whatever HOST the API has', () => {

@@ -27,7 +27,7 @@ export interface ChangeFeedOptions {
 
 const MAX_RETRY_MS = 30_000
 const NOT_HEARD = (ms: number) => `a notification sent the way the writes go did not come back to the listening connection within ${ms} ms ` +
-  '(DATABASE_DIRECT_URL, when set, must name the same database as DATABASE_URL, directly, not through a pooler in transaction mode)'
+  '(the store is slow or unreachable, or, if this goes on while it answers, DATABASE_DIRECT_URL does not name the same database as DATABASE_URL, directly, not through a pooler in transaction mode)'
 const PROBE = 'probe '
 /**
  * How long a probe's return vouches for the notifications: past this since the last probe heard back
