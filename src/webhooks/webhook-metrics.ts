@@ -5,8 +5,8 @@ import type { DeliveryAnswer } from './webhook-transport.js'
 /**
  * How long a scrape waits for the queue's depth, which the store is asked for: past it the depth is
  * unknown (NaN). Under the primary's wait for each worker's metrics (WEB_CONCURRENCY; see
- * cluster-metrics.ts): a store that answers late (frozen, or waiting on its connection deadline) had
- * the primary serve each worker's counts of before the outage, for as long as it lasted.
+ * cluster-metrics.ts): past that, a worker kept waiting on a store that answers late (frozen, or at
+ * its connection deadline) would have the primary serve its counts of before the outage throughout.
  */
 export const QUEUE_DEPTH_WAIT_MS = 500
 
