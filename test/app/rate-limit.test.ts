@@ -116,8 +116,9 @@ if (redisUrl) {
     const { id, key } = await createKey(db)
     await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
     await app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer ps_not-a-key' }, remoteAddress: '192.0.2.7' })
-    const { Redis } = await import('ioredis')
-    const redis = new Redis(redisUrl)
+    // As src/plugins/rate-limit.ts imports it: the one export a bundled CommonJS package has is its default.
+    const { default: ioredis } = await import('ioredis')
+    const redis = new ioredis.Redis(redisUrl)
     defer(t, () => redis.quit())
     const prefix = `petstore:${await findSetting(db, 'installation_id')}:`
     assert.deepEqual((await redis.keys(`${prefix}*`)).sort(), [`${prefix}address:192.0.2.7`, `${prefix}key:${id}`])
