@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { copyFileSync, existsSync } from 'node:fs'
+import { copyFileSync, existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { openStore } from '../../src/store/open-store.js'
+import { WAL_SIZE_LIMIT_BYTES } from '../../src/store/sqlite/sqlite-connection.js'
 import { build, tempDir } from '../helper.js'
 
 /** The pets in the database file itself, as a copy of it without its WAL shows. */
@@ -61,4 +62,31 @@ test('closing the store ends the checkpoint thread with its connection, and clos
   for (const { path, checkpointed } of closedStores) {
     assert.equal(existsSync(`${path}-wal`), false, checkpointed ? 'closed after a checkpoint' : 'closed before the thread started')
   }
+})
+
+// SQLite keeps the WAL file at its largest: one grown to the commits' 40 MB threshold while a webhook
+// backlog was delivered kept those 40 MB on disk until the service stopped.
+test('a WAL grown past WAL_SIZE_LIMIT_BYTES while the checkpoint could not keep up is cut back to it once checkpointed', async (t) => {
+  const path = join(tempDir(t), 'petstore.db')
+  const store = openStore(`sqlite:${path}`, { checkpointStartDelayMs: 0 })
+  t.after(() => store.close())
+  await migrateToLatest(store.db)
+  const insertPets = (count: number, name: string) => store.db.insertInto('pets')
+    .values(Array.from({ length: count }, () => ({ name, category_id: 1n, status: 'available' as const, created_at: new Date().toISOString() }))).execute()
+  // A reader in a transaction keeps the checkpoint from copying what was written after it began.
+  const reader = new SqliteDatabase(path)
+  t.after(() => reader.close())
+  reader.exec('begin')
+  reader.prepare('select count(*) from pets').get()
+  for (let i = 0; i < 60; i++) await insertPets(10, 'x'.repeat(10_000))
+  assert.ok(statSync(`${path}-wal`).size > WAL_SIZE_LIMIT_BYTES, 'the WAL grew past the limit')
+
+  reader.exec('commit')
+  const deadline = Date.now() + 5000
+  // The WAL starts over on the first commit after a checkpoint that copied all of it.
+  while (statSync(`${path}-wal`).size > WAL_SIZE_LIMIT_BYTES && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await insertPets(1, 'Rex')
+  }
+  assert.ok(statSync(`${path}-wal`).size <= WAL_SIZE_LIMIT_BYTES, `the WAL is ${statSync(`${path}-wal`).size} bytes`)
 })

@@ -15,6 +15,13 @@ const BUSY_TIMEOUT_MS = 100
 // "database is locked".
 const OPEN_BUSY_TIMEOUT_MS = 5000
 const STATEMENT_CACHE_SIZE = 200
+/**
+ * The size the WAL file is cut back to when it starts over (SQLite keeps it at its largest otherwise):
+ * under writes faster than the checkpoint thread copies them (a webhook backlog delivered, about a
+ * thousand commits a second), it grows to the commits' own checkpoint threshold (40 MB, see
+ * WalCheckpointer), and it kept that size on disk for the process's life. Steady writes keep it near 1 MB.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 /** How every transaction of Kysely's begins (see MultiProcessSqliteDialect): each one writes. */
 export const BEGIN_WRITE = 'begin immediate'
 
@@ -51,6 +58,7 @@ export class SqliteConnection {
     this.#sqlite.pragma(durability === 'strict' ? 'synchronous = FULL' : 'synchronous = NORMAL')
     if (queryOnly) this.#sqlite.pragma('query_only = ON')
     this.#sqlite.pragma('foreign_keys = ON')
+    this.#sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
     // int64 columns (ids, categoryId) must round-trip exactly, also above 2^53.
     this.#sqlite.defaultSafeIntegers(true)
     this.#sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
