@@ -146,21 +146,21 @@ interface BuildOptions {
   /** The store's settings beyond those of the configuration (see StoreOptions). */
   storeOptions?: StoreOptions
   /** Whether its answers are checked against its document when the test ends (by default); a test of that check sets its own. */
-  checkAnswers?: boolean
+  answersChecked?: boolean
 }
 
 /**
  * The real app on a real, migrated store of its own, with one valid key; closed when the test ends,
  * after checking every answer it gave against its OpenAPI document (see checkContract).
  */
-export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits, webhookNetwork, logger, storeOptions, checkAnswers: checked = true }: BuildOptions = {}): Promise<TestApp> {
+export async function build (t: TestContext, { store: kind, env, clock, verifierOptions, limits, webhookNetwork, logger, storeOptions, answersChecked = true }: BuildOptions = {}): Promise<TestApp> {
   const databaseUrl = await (kind ?? SQLITE).databaseUrl(t)
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
   const store = openTestStore(t, databaseUrl, { ...storeOptionsFrom(config), poolSize: 4, ...(clock !== undefined && { clock }), ...storeOptions })
   await migrateToLatest(store.db)
   const app = await buildApp({ config, store, clock, verifierOptions, limits: { ...TEST_LIMITS, ...limits }, webhookNetwork, logger })
   defer(t, () => app.close())
-  if (checked) checkAnswers(t, app)
+  if (answersChecked) checkAnswers(t, app)
   const { key } = await createKey(store.db)
   return { app, store, db: store.db, config, auth: { authorization: `Bearer ${key}` } }
 }

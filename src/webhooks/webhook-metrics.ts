@@ -53,12 +53,12 @@ export class WebhookMetrics {
 
 /** The queue's depth, or NaN when the store cannot be read or has not answered within `ms`. */
 async function depthWithin (owedEvents: () => Promise<number>, ms: number): Promise<number> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<number>((resolve) => { timer = setTimeout(resolve, ms, Number.NaN) })
   const read = owedEvents().catch((error: unknown) => {
     if (!isStoreUnavailable(error)) throw error
     return Number.NaN
   })
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<number>((resolve) => { timer = setTimeout(resolve, ms, Number.NaN) })
   try {
     return await Promise.race([read, late])
   } finally {

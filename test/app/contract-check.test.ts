@@ -4,7 +4,7 @@ import { checkContract } from '../contract.js'
 import { build } from '../helper.js'
 
 test('the check of answers against the document refuses an undeclared header, a header of the wrong form, a missing required one and a body its schema refuses', async (t) => {
-  const { app, auth } = await build(t, { checkAnswers: false })
+  const { app, auth } = await build(t, { answersChecked: false })
   // Each request names what its answer gets wrong; the check, whose hooks come after, records the result.
   app.addHook('onSend', async (request, reply, payload) => {
     const mutation = request.headers['x-mutation']

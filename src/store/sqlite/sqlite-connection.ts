@@ -16,10 +16,10 @@ const BUSY_TIMEOUT_MS = 100
 const OPEN_BUSY_TIMEOUT_MS = 5000
 const STATEMENT_CACHE_SIZE = 200
 /**
- * The size the WAL file is cut back to when it starts over (SQLite keeps it at its largest otherwise):
- * under writes faster than the checkpoint thread copies them (a webhook backlog delivered, about a
- * thousand commits a second), it grows to the commits' own checkpoint threshold (40 MB, see
- * WalCheckpointer), and it kept that size on disk for the process's life. Steady writes keep it near 1 MB.
+ * The size the WAL file is cut back to when it starts over, on the commit that starts it over.
+ * SQLite keeps it at its largest otherwise: a long run of small commits (a webhook backlog delivered,
+ * about a thousand a second) takes it to the commits' own checkpoint threshold (40 MB, see
+ * WalCheckpointer), which stays on disk until the last connection closes.
  */
 export const WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 /** How every transaction of Kysely's begins (see MultiProcessSqliteDialect): each one writes. */

@@ -8,7 +8,7 @@ const CHECKPOINT_START_DELAY_MS = 1000
 export const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 /**
  * While the thread runs, a connection checkpoints on its own only past this many WAL pages (40 MB):
- * a safety net, reached only by commits faster than the thread copies them (see WAL_SIZE_LIMIT_BYTES).
+ * a safety net, reached by a long run of small commits that never pause (see WAL_SIZE_LIMIT_BYTES).
  */
 export const AUTOCHECKPOINT_SAFETY_NET_PAGES = 10_000
 
