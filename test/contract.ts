@@ -72,22 +72,22 @@ interface Response { headers?: Record<string, { required?: boolean, schema?: obj
 
 /** openapi-backend's check of response headers in its `Subset` mode: every header sent declared, each value as its schema says. */
 function headersCheck ({ headerChecks, headerAjv }: Contract, operation: Operation, status: number, response: Response): ValidateFunction {
-  const key = `${operation.operationId} ${status}`
-  let check = headerChecks.get(key)
-  if (check === undefined) {
+  return compiledOnce(headerChecks, `${operation.operationId} ${status}`, () => {
     const properties = Object.fromEntries(Object.entries(response.headers ?? {}).flatMap(([name, { schema }]) => schema === undefined ? [] : [[name.toLowerCase(), schema]]))
-    check = headerAjv.compile({ type: 'object', properties, additionalProperties: false })
-    headerChecks.set(key, check)
-  }
-  return check
+    return headerAjv.compile({ type: 'object', properties, additionalProperties: false })
+  })
 }
 
 /** openapi-backend's check of a JSON body against its schema. */
 function bodyCheck ({ bodyChecks, bodyAjv }: Contract, schema: object): ValidateFunction {
-  let check = bodyChecks.get(schema)
+  return compiledOnce(bodyChecks, schema, () => bodyAjv.compile(schema))
+}
+
+function compiledOnce<Key> (checks: { get: (key: Key) => ValidateFunction | undefined, set: (key: Key, check: ValidateFunction) => unknown }, key: Key, compile: () => ValidateFunction): ValidateFunction {
+  let check = checks.get(key)
   if (check === undefined) {
-    check = bodyAjv.compile(schema)
-    bodyChecks.set(schema, check)
+    check = compile()
+    checks.set(key, check)
   }
   return check
 }

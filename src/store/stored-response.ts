@@ -8,8 +8,11 @@ export function createdResponse (claim: IdempotencyClaim, created: { id: bigint 
   return { requestHash: claim.requestHash, status: 201, body: stringifyExact(created)!, location: `${claim.locationPrefix}${created.id}` }
 }
 
-/** Columns of `idempotency_keys` under the names of StoredResponse. */
-export const STORED_RESPONSE_SELECT_LIST = 'request_hash as "requestHash", status_code as status, response_body as body, location'
+/** Columns of `idempotency_keys` under the names of StoredResponse, as Kysely selects them. */
+const STORED_RESPONSE_COLUMNS = ['request_hash as requestHash', 'status_code as status', 'response_body as body', 'location'] as const
+
+/** The same, as SQL (a name quoted, as PostgreSQL folds it to lower case otherwise). */
+export const STORED_RESPONSE_SELECT_LIST = STORED_RESPONSE_COLUMNS.map((column) => column.replace(/ as (\w+)$/, ' as "$1"')).join(', ')
 
 /** Keeps the answer under its claim, in the caller's transaction (through Kysely: SQLite's hot path has its own statement). */
 export async function saveResponse (trx: Db, claim: IdempotencyClaim, response: StoredResponse, createdAt: string): Promise<void> {
@@ -33,7 +36,7 @@ export async function saveResponses (trx: Db, answers: ReadonlyArray<{ claim: Id
 /** The answer kept under (API key, Idempotency-Key) since `notBefore`, read without the claim lock. */
 export async function findStoredResponse (db: Db, apiKeyId: bigint, key: string, notBefore: string): Promise<StoredResponse | undefined> {
   const stored = await db.selectFrom('idempotency_keys')
-    .select(['request_hash as requestHash', 'status_code as status', 'response_body as body', 'location'])
+    .select(STORED_RESPONSE_COLUMNS)
     .where('api_key_id', '=', apiKeyId).where('key', '=', key).where('created_at', '>=', notBefore)
     .executeTakeFirst()
   // SQLite hands integers back as BigInt.
