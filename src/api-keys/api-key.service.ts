@@ -23,15 +23,23 @@ export const API_KEYS_IN_TEXT = new RegExp(
   `${percentEncodable(PREFIX)}(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${SECRET_PART_CHARS},${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'gi')
 
 /**
- * Finds a key's characters after its prefix, alone, as a client that drops the known `ps_` sends
- * them: a run of exactly as many base62 characters, which isApiKeyWithoutPrefix tells from other runs
- * by its checksum.
+ * Finds the runs of base62 characters that may hold a key's characters after its prefix, as a client
+ * that drops the known `ps_` sends them, alone or glued to other letters and digits (`Bearer` without
+ * its space): containsApiKeyWithoutPrefix tells them from other runs by the checksum.
  */
-export const UNPREFIXED_API_KEYS = new RegExp(`(?<![0-9A-Za-z])[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}(?![0-9A-Za-z])`, 'g')
+export const UNPREFIXED_API_KEYS = new RegExp(`[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS},}`, 'g')
 
-/** True when `text` is a whole key but for its prefix. */
-export function isApiKeyWithoutPrefix (text: string): boolean {
-  return isWellFormedApiKey(PREFIX + text)
+// A run longer than this is taken for one holding a key without looking: a checksum for each of its
+// places would make a long run (a hostile URL or body) cost milliseconds of every error it is quoted in.
+const LONGEST_RUN_LOOKED_AT = 128
+
+/** True when `run`, of base62 characters, may hold a whole key but for its prefix (see LONGEST_RUN_LOOKED_AT). */
+export function containsApiKeyWithoutPrefix (run: string): boolean {
+  if (run.length > LONGEST_RUN_LOOKED_AT) return true
+  for (let end = RANDOM_CHARS; end + CHECKSUM_CHARS <= run.length; end++) {
+    if (checksum(PREFIX + run.slice(end - RANDOM_CHARS, end)) === run.slice(end, end + CHECKSUM_CHARS)) return true
+  }
+  return false
 }
 
 /** A key just made: `key` is shown once and then only `hash` and `hint` are kept. */
