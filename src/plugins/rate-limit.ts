@@ -143,6 +143,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   redis.on('ready', () => { connectionError = undefined })
   app.addHook('onClose', async () => { redis.disconnect() })
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
+  requireCredentials(redis, connectionError)
   await requireDatabase(redis)
   await app.register(rateLimit, { global: false, store: storeNamed(`petstore:${namespace}:`, redis), skipOnError: false })
   let coolingUntil = 0
@@ -212,14 +213,37 @@ async function requireDatabase (redis: Redis): Promise<void> {
   }
 }
 
-/** Resolves once Redis is connected, or after the timeout (requests then go unlimited until it is). */
+/**
+ * Refuses credentials the server refuses: unlike an outage, which ends, they would leave every request
+ * unlimited until the service is set up again, with one warning at its start.
+ */
+function requireCredentials (redis: Redis, connectionError: Error | undefined): void {
+  if (redis.status === 'ready' || !isCredentialsRefusal(connectionError)) return
+  redis.disconnect()
+  throw new ConfigError(`Invalid configuration: the Redis server refuses REDIS_URL's user or password (${connectionError!.message})`, { cause: connectionError })
+}
+
+// Redis's words for a connection without the password it asks for (NOAUTH) or with a wrong one (WRONGPASS).
+function isCredentialsRefusal (error: Error | undefined): boolean {
+  return error?.name === 'ReplyError' && /^(NOAUTH|WRONGPASS) /.test(error.message)
+}
+
+/**
+ * Resolves once Redis is connected, or refuses the credentials, or after the timeout (requests then go
+ * unlimited until it is connected).
+ */
 async function whenReady (redis: Redis, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return
   await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs)
-    redis.once('ready', () => {
+    const done = () => {
       clearTimeout(timer)
+      redis.off('ready', done)
+      redis.off('error', refused)
       resolve()
-    })
+    }
+    const refused = (error: Error) => { if (isCredentialsRefusal(error)) done() }
+    const timer = setTimeout(done, timeoutMs)
+    redis.once('ready', done)
+    redis.on('error', refused)
   })
 }

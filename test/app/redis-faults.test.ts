@@ -5,7 +5,7 @@ import { connect, createServer, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import { REDIS_COOL_DOWN_MS } from '../../src/plugins/rate-limit.js'
 import { build, createKey, createTestStore, defer, manualClock, TEST_LIMITS } from '../helper.js'
@@ -56,22 +56,55 @@ async function redisPid (port: number, settings: string[]): Promise<number | und
   return pid
 }
 
+/** What Redis answers to `commands` (RESP inline commands) on a connection that ends with them. */
+async function redisCommands (port: string, commands: string): Promise<string> {
+  const socket = connect(Number(port), '127.0.0.1')
+  let answer = ''
+  socket.on('data', (data) => { answer += String(data) })
+  socket.end(commands)
+  await once(socket, 'close')
+  return answer
+}
+
 // CI sets TEST_REDIS_URL where redis-server is installed.
 if (process.env.TEST_REDIS_URL) {
-  test('a Redis that refuses the password is logged without it: ioredis\'s error holds the AUTH command\'s arguments', async (t) => {
+  test('a Redis that refuses REDIS_URL\'s password stops the start, in Redis\'s words, without the password (it served every request unlimited)', async (t) => {
+    const redis = await startRedis(t, ['--requirepass', 'right-secret'])
+    const { store, databaseUrl } = await createTestStore(t)
+    const lines: string[] = []
+    const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(String(line)); done() } }))
+    for (const password of ['wrong-secret', '']) {
+      const url = new URL(redis.url)
+      url.password = password
+      const started = performance.now()
+      const failed = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: url.toString() }), store, logger, limits: TEST_LIMITS }).then(() => undefined, (error: unknown) => error)
+      assert.ok(failed instanceof ConfigError, String(failed))
+      const refusal = password === '' ? 'NOAUTH Authentication required.' : 'WRONGPASS invalid username-password pair or user is disabled.'
+      assert.equal(failed.message, `Invalid configuration: the Redis server refuses REDIS_URL's user or password (${refusal})`)
+      assert.ok(performance.now() - started < 1500, 'without waiting out the 2 s a Redis has to answer at start')
+    }
+    assert.ok(!lines.join('').includes('wrong-secret'), 'the password is in a log line')
+  })
+
+  test('a Redis that refuses the password once the service runs is logged without it: ioredis\'s error holds the AUTH command\'s arguments', async (t) => {
     const redis = await startRedis(t, ['--requirepass', 'right-secret'])
     const { store, databaseUrl } = await createTestStore(t)
     const lines: string[] = []
     const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(String(line)); done() } }))
     const url = new URL(redis.url)
-    url.password = 'wrong-secret'
+    url.password = 'right-secret'
     const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: url.toString() }), store, logger, limits: TEST_LIMITS })
     defer(t, () => app.close())
-    const response = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${(await createKey(store.db)).key}` } })
-    assert.equal(response.statusCode, 200, 'Redis fails open')
-    const failed = lines.find((line) => line.includes('rate-limit store (Redis) cannot be used at start'))
+    const get = async () => await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${(await createKey(store.db)).key}` } })
+    assert.equal((await get()).headers.ratelimit, '"default";r=599;t=60', 'counted in Redis')
+    // The password changed on the server, and the connection lost: ioredis connects again with the old
+    // one, which Redis's ACL log records (refused), before the next request fails.
+    await redisCommands(url.port, 'AUTH right-secret\r\nCONFIG SET requirepass new-secret\r\nCLIENT KILL TYPE normal\r\n')
+    while (!(await redisCommands(url.port, 'AUTH new-secret\r\nACL LOG\r\nQUIT\r\n')).includes('auth')) await new Promise((resolve) => setTimeout(resolve, 20))
+    assert.equal((await get()).statusCode, 200, 'Redis fails open')
+    const failed = lines.find((line) => line.includes('rate-limit store (Redis) failed'))
     assert.match(failed ?? '', /WRONGPASS/, 'the refusal is logged')
-    assert.ok(!lines.join('').includes('wrong-secret'), `the password is in a log line: ${failed}`)
+    assert.ok(!lines.join('').includes('right-secret'), `the password is in a log line: ${failed}`)
   })
 
   test('a REDIS_URL naming a database the server does not have stops the start, naming it: its counters went to database 0', async (t) => {
