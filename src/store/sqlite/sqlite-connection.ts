@@ -22,6 +22,8 @@ const STATEMENT_CACHE_SIZE = 200
  * WalCheckpointer), which stays on disk until the last connection closes.
  */
 export const WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
+/** The most pages a step of an online backup may copy (better-sqlite3's bound): all of them. */
+const ALL_PAGES = 0x7fffffff
 /** How every transaction of Kysely's begins (see MultiProcessSqliteDialect): each one writes. */
 export const BEGIN_WRITE = 'begin immediate'
 
@@ -116,6 +118,17 @@ export class SqliteConnection {
     throw Object.assign(new Error(`${moved} was deleted or replaced while open: writes are refused, as they would be lost; restart the service on the file as it should be`), {
       code: 'SQLITE_READONLY_DBMOVED'
     })
+  }
+
+  /**
+   * Copies the database, as committed at one moment, to `destination` (SQLite's online backup): the
+   * pages of the file and of the WAL, where a copy of the file alone lacks every commit not yet
+   * checkpointed into it. All pages in one step after the first: a commit by another connection
+   * between steps starts the copy over, and under a steady flow of commits 100 pages a step (the
+   * default) might never end.
+   */
+  async backup (destination: string): Promise<void> {
+    await this.#sqlite.backup(destination, { progress: () => ALL_PAGES })
   }
 
   /** The connection as Kysely's SQLite dialect takes it, sharing these prepared statements; closed by `close()` only. */

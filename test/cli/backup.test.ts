@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { sql } from 'kysely'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { createTestStore, openTestStore, tempDir } from '../helper.js'
+import { runCli } from '../process.js'
+
+const pet = { name: 'Rex', categoryId: 1n, status: 'available' as const }
+
+test('backup copies the SQLite store while another process commits: every pet committed before it began, a copy that passes SQLite\'s check and opens as a store', async (t) => {
+  const dir = tempDir(t)
+  const { store, databaseUrl } = await createTestStore(t)
+  const before = await store.pets.insertMany(Array.from({ length: 500 }, () => pet))
+  let writing = true
+  let written = 0
+  const writes = (async () => {
+    while (writing) {
+      await store.pets.insertMany([pet])
+      written++
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  })()
+  const file = join(dir, 'backups', 'petstore.db')
+  const backedUp = await runCli(['backup', file], { DATABASE_URL: databaseUrl })
+  writing = false
+  await writes
+  assert.equal(backedUp.code, 0, backedUp.stderr)
+  assert.ok(written > 0, 'the store was written to during the copy')
+  const [, count] = /: (\d+) pets, as committed at one moment of the copy\.\n$/.exec(backedUp.stdout) ?? []
+  assert.ok(Number(count) >= before.length, backedUp.stdout)
+  assert.deepEqual(['petstore.db'], ['petstore.db.partial', 'petstore.db-wal', 'petstore.db'].filter((name) => existsSync(join(dir, 'backups', name))), 'the copy alone, renamed once whole')
+
+  const copy = openTestStore(t, `sqlite:${file}`)
+  const { newer } = await migrateToLatest(copy.db)
+  assert.deepEqual(newer, [])
+  const { rows: [check] } = await sql<{ quick_check: string }>`pragma quick_check`.execute(copy.db)
+  assert.equal(check!.quick_check, 'ok')
+  const ids = (await copy.db.selectFrom('pets').select('id').orderBy('id').execute()).map(({ id }) => BigInt(id))
+  assert.equal(ids.length, Number(count))
+  assert.deepEqual(ids.slice(0, before.length), before.map(({ id }) => id), 'every pet committed before the backup began')
+})
+
+test('backup refuses, with exit code 2, a file that exists, a store that does not, sqlite::memory: and PostgreSQL', async (t) => {
+  const dir = tempDir(t)
+  const { databaseUrl } = await createTestStore(t)
+  const taken = join(dir, 'taken.db')
+  writeFileSync(taken, 'keep me')
+  const cases: Array<[string, string, RegExp]> = [
+    [databaseUrl, taken, /taken\.db exists: a backup is written to a new file, never over one/],
+    [`sqlite:${join(dir, 'none.db')}`, join(dir, 'copy.db'), /There is no store at .*none\.db \(DATABASE_URL\): nothing to back up/],
+    ['sqlite::memory:', join(dir, 'copy.db'), /sqlite::memory:, a throw-away store .* there is nothing to back up/],
+    ['postgres://petstore:secret@127.0.0.1:1/petstore', join(dir, 'copy.db'), /a PostgreSQL store: back it up with PostgreSQL's own tools \(pg_dump/]
+  ]
+  for (const [url, file, said] of cases) {
+    const refused = await runCli(['backup', file], { DATABASE_URL: url })
+    assert.equal(refused.code, 2, `${url}: ${refused.stderr}`)
+    assert.match(refused.stderr, said)
+  }
+  assert.equal(readFileSync(taken, 'utf8'), 'keep me')
+  assert.ok(!existsSync(join(dir, 'copy.db')) && !existsSync(join(dir, 'none.db')), 'nothing made')
+})
