@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js'
 import { boundLingeringClose } from '../lingering-close.js'
 import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed, NOT_COUNTED } from '../plugins/error-handler.js'
 import { announcesBody, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
+import { SECURITY_HEADERS } from '../plugins/security-headers.js'
 import { HistogramTally } from './histogram-tally.js'
 
 /**
@@ -115,7 +116,7 @@ export function createMetricsServer (registry: MetricsSource, limits: MetricsLis
       return
     }
     collect().then((text) => {
-      response.writeHead(200, { 'content-type': registry.contentType }).end(text)
+      response.writeHead(200, { ...SECURITY_HEADERS, 'content-type': registry.contentType }).end(text)
     }, (error: unknown) => {
       answerWithError(response, error instanceof ApiError ? error : NOT_COLLECTED)
     })

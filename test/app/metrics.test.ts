@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { ANSWER_MS, ClusterMetrics } from '../../src/metrics/cluster-metrics.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
+import { SECURITY_HEADERS } from '../../src/plugins/security-headers.js'
 import { QUEUE_DEPTH_WAIT_MS, WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
 import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, halfOpenAnswered, servedWithin, TEST_LIMITS, untilReceived } from '../helper.js'
 import { startServer } from '../process.js'
@@ -35,6 +36,7 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   const response = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/metrics`)
   assert.equal(response.status, 200)
   assert.match(String(response.headers.get('content-type')), /^text\/plain/)
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) assert.equal(response.headers.get(name), value, 'as on every other answer')
   const text = await response.text()
   assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 2/)
   assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="404"\} 1/)
