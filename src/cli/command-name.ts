@@ -1,11 +1,12 @@
 import { basename, isAbsolute, relative } from 'node:path'
 
 /**
- * The command as the user can type it again, for help and hints: `./dist/petstore.mjs` when it runs
- * from the clone in the current folder (as `npm start` runs it), else `petstore`, an installed binary.
+ * The command as the user can type it again, for help and hints: the bundle when it runs as itself,
+ * `./dist/petstore.mjs` from the clone (as `npm start` runs it), its whole path from any other
+ * folder; else `petstore`, an installed binary's link.
  */
-export function commandName (): string {
-  const script = relative(process.cwd(), process.argv[1] ?? '')
-  const inThisFolder = script !== '' && !script.startsWith('..') && !isAbsolute(script)
-  return inThisFolder && basename(script) === 'petstore.mjs' ? `./${script}` : 'petstore'
+export function commandName (script = process.argv[1] ?? '', folder = process.cwd()): string {
+  if (basename(script) !== 'petstore.mjs') return 'petstore'
+  const fromFolder = relative(folder, script)
+  return fromFolder.startsWith('..') || isAbsolute(fromFolder) ? script : `./${fromFolder}`
 }
