@@ -5,8 +5,9 @@ import { basename, isAbsolute, relative } from 'node:path'
  * `./dist/petstore.mjs` from the clone (as `npm start` runs it), its whole path from any other
  * folder; else `petstore`, an installed binary's link.
  */
-export function commandName (script = process.argv[1] ?? '', folder = process.cwd()): string {
+export function commandName (): string {
+  const script = process.argv[1] ?? ''
   if (basename(script) !== 'petstore.mjs') return 'petstore'
-  const fromFolder = relative(folder, script)
+  const fromFolder = relative(process.cwd(), script)
   return fromFolder.startsWith('..') || isAbsolute(fromFolder) ? script : `./${fromFolder}`
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, symlinkSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
@@ -62,12 +63,19 @@ test('a usage error is exit 2, a line that says what is wrong and one that point
   assert.equal(typo.stderr, "error: unknown command 'kyes'\n(Did you mean keys?)\n(add --help to see the usage)\n")
 })
 
-test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, petstore elsewhere', async (t) => {
+test('the built command names itself as it can be typed again: ./dist/petstore.mjs in the clone, its whole path elsewhere, petstore through a link of that name', async (t) => {
   const root = fileURLToPath(new URL('../..', import.meta.url))
   const bin = `${root}dist/petstore.mjs`
   const inClone = await promisify(execFile)(bin, ['--help'], { cwd: root })
   assert.match(inClone.stdout, /Examples:\n {2}\$ \.\/dist\/petstore\.mjs serve/)
-  // An empty folder: one holding the clone (the system's temporary folder, in CI) would name it by its path.
-  const elsewhere = await promisify(execFile)(bin, ['--help'], { cwd: tempDir(t) })
-  assert.match(elsewhere.stdout, /Examples:\n {2}\$ petstore serve/)
+  // From a folder of the clone, `petstore` named a command that is not installed (found by a probe).
+  const folder = tempDir(t)
+  for (const cwd of [`${root}test`, folder]) {
+    const elsewhere = await promisify(execFile)(bin, ['--help'], { cwd })
+    assert.ok(elsewhere.stdout.includes(`Examples:\n  $ ${bin} serve`), elsewhere.stdout)
+  }
+  // As npm installs it: a link named petstore, on the PATH.
+  symlinkSync(bin, join(folder, 'petstore'))
+  const installed = await promisify(execFile)(join(folder, 'petstore'), ['--help'], { cwd: folder })
+  assert.match(installed.stdout, /Examples:\n {2}\$ petstore serve/)
 })
