@@ -27,12 +27,15 @@ export const API_KEYS_IN_TEXT = new RegExp(
  * that drops the known `ps_` sends them, alone or glued to other letters and digits (`Bearer` without
  * its space): containsApiKeyWithoutPrefix tells them from other runs by the checksum.
  */
-export const UNPREFIXED_API_KEYS = new RegExp(`[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS},}`, 'g')
+export const UNPREFIXED_KEY_RUNS = new RegExp(`[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS},}`, 'g')
+
+const PREFIX_CRC32 = crc32(PREFIX)
 
 /** True when `run`, of base62 characters, holds a whole key but for its prefix, at any place. */
 export function containsApiKeyWithoutPrefix (run: string): boolean {
-  // A place is looked at only where the six characters after it can spell a CRC32 (under 2^32), and
-  // as numbers, no string made: a 16 KiB run is looked through in 0.2 ms (2 ms when every place can).
+  // A place is looked at only where the six characters after it can spell a CRC32 (under 2^32, read
+  // as a number), and only then is a CRC32 made: a 16 KiB run costs a fraction of a millisecond, and
+  // a few at most when every place can (a run of zeros).
   for (let end = RANDOM_CHARS; end + CHECKSUM_CHARS <= run.length; end++) {
     const stated = base62Value(run, end, CHECKSUM_CHARS)
     if (stated <= 0xffffffff && crc32(run.slice(end - RANDOM_CHARS, end), PREFIX_CRC32) === stated) return true
@@ -40,9 +43,7 @@ export function containsApiKeyWithoutPrefix (run: string): boolean {
   return false
 }
 
-const PREFIX_CRC32 = crc32(PREFIX)
-
-/** The number the base62 digits of `text` from `start` spell (the checksum's: see checksum). */
+/** The number the base62 digits of `text` from `start` spell, in BASE62's order (0-9, A-Z, a-z), as checksum writes it. */
 function base62Value (text: string, start: number, length: number): number {
   let value = 0
   for (let i = start; i < start + length; i++) {
