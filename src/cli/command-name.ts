@@ -9,5 +9,10 @@ export function commandName (): string {
   const script = process.argv[1] ?? ''
   if (basename(script) !== 'petstore.mjs') return 'petstore'
   const fromFolder = relative(process.cwd(), script)
-  return fromFolder.startsWith('..') || isAbsolute(fromFolder) ? script : `./${fromFolder}`
+  return shellWord(fromFolder.startsWith('..') || isAbsolute(fromFolder) ? script : `./${fromFolder}`)
+}
+
+/** `path` as a shell reads it back: in single quotes when it holds anything but letters, digits and `_./-`. */
+function shellWord (path: string): string {
+  return /^[\w./-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`
 }

@@ -118,6 +118,8 @@ the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy 
       }
       if (!existsSync(path)) throw new ConfigError(`There is no store at ${path} (DATABASE_URL): nothing to back up`)
       if (existsSync(file)) throw new ConfigError(`${file} exists: a backup is written to a new file, never over one`)
+      // SQLite's backup would trim it, and write another file than the one checked and named.
+      if (file !== file.trim()) throw new ConfigError(`The file name ${JSON.stringify(file)} begins or ends with white space: give it without`)
       const { pets } = await backupSqliteStore(path, file)
       console.log(`Backed up ${path} to ${file}: ${pets} pets, as committed at one moment of the copy.`)
     })

@@ -223,9 +223,10 @@ function requireCredentials (redis: Redis, connectionError: Error | undefined): 
   throw new ConfigError(`Invalid configuration: the Redis server refuses REDIS_URL's user or password (${connectionError!.message})`, { cause: connectionError })
 }
 
-// Redis's words for a connection without the password it asks for (NOAUTH) or with a wrong one (WRONGPASS).
+// Redis's words for a connection without the password it asks for (NOAUTH) or with a wrong one
+// (WRONGPASS; before Redis 6, "ERR invalid password").
 function isCredentialsRefusal (error: Error | undefined): boolean {
-  return error?.name === 'ReplyError' && /^(NOAUTH|WRONGPASS) /.test(error.message)
+  return error?.name === 'ReplyError' && /^(NOAUTH |WRONGPASS |ERR invalid password)/.test(error.message)
 }
 
 /**
@@ -241,6 +242,7 @@ async function whenReady (redis: Redis, timeoutMs: number): Promise<void> {
       redis.off('error', refused)
       resolve()
     }
+    // After the listener that keeps the connection's error (countInRedis), which requireCredentials reads.
     const refused = (error: Error) => { if (isCredentialsRefusal(error)) done() }
     const timer = setTimeout(done, timeoutMs)
     redis.once('ready', done)

@@ -42,7 +42,7 @@ test('backup copies the SQLite store while another process commits: every pet co
   assert.deepEqual(ids.slice(0, before.length), before.map(({ id }) => id), 'every pet committed before the backup began')
 })
 
-test('backup refuses, with exit code 2, a file that exists, a store that does not, sqlite::memory: and PostgreSQL', async (t) => {
+test('backup refuses, with exit code 2, a file that exists, a store that does not, sqlite::memory:, PostgreSQL and a name SQLite would trim', async (t) => {
   const dir = tempDir(t)
   const { databaseUrl } = await createTestStore(t)
   const taken = join(dir, 'taken.db')
@@ -51,7 +51,8 @@ test('backup refuses, with exit code 2, a file that exists, a store that does no
     [databaseUrl, taken, /taken\.db exists: a backup is written to a new file, never over one/],
     [`sqlite:${join(dir, 'none.db')}`, join(dir, 'copy.db'), /There is no store at .*none\.db \(DATABASE_URL\): nothing to back up/],
     ['sqlite::memory:', join(dir, 'copy.db'), /sqlite::memory:, a throw-away store .* there is nothing to back up/],
-    ['postgres://petstore:secret@127.0.0.1:1/petstore', join(dir, 'copy.db'), /a PostgreSQL store: back it up with PostgreSQL's own tools \(pg_dump/]
+    ['postgres://petstore:secret@127.0.0.1:1/petstore', join(dir, 'copy.db'), /a PostgreSQL store: back it up with PostgreSQL's own tools \(pg_dump/],
+    [databaseUrl, `${join(dir, 'copy.db')} `, /The file name ".*copy\.db " begins or ends with white space: give it without/]
   ]
   for (const [url, file, said] of cases) {
     const refused = await runCli(['backup', file], { DATABASE_URL: url })

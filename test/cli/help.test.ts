@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { readFileSync, symlinkSync } from 'node:fs'
+import { mkdirSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
@@ -74,6 +74,11 @@ test('the built command names itself as it can be typed again: ./dist/petstore.m
     const elsewhere = await promisify(execFile)(bin, ['--help'], { cwd })
     assert.ok(elsewhere.stdout.includes(`Examples:\n  $ ${bin} serve`), elsewhere.stdout)
   }
+  // A path the shell would split is quoted.
+  mkdirSync(join(folder, "pet's store"))
+  symlinkSync(bin, join(folder, "pet's store", 'petstore.mjs'))
+  const quoted = await promisify(execFile)(join(folder, "pet's store", 'petstore.mjs'), ['--help'], { cwd: root })
+  assert.ok(quoted.stdout.includes(`Examples:\n  $ '${folder}/pet'\\''s store/petstore.mjs' serve`), quoted.stdout)
   // As npm installs it: a link named petstore, on the PATH.
   symlinkSync(bin, join(folder, 'petstore'))
   const installed = await promisify(execFile)(join(folder, 'petstore'), ['--help'], { cwd: folder })

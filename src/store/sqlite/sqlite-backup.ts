@@ -1,20 +1,24 @@
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, rmSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { SqliteConnection } from './sqlite-connection.js'
 
 /**
  * Copies the SQLite store at `path` to the new file `destination`, as committed at one moment, while
  * the service may be writing to it (see SqliteConnection.backup), and returns how many pets the copy
- * holds. The copy is made under a `.partial` name beside `destination`, checked (SQLite's
- * `quick_check`) and then renamed (its folder made if need be): a backup cut short or damaged leaves no file that looks whole.
+ * holds. The copy is made under a `.partial` name beside `destination` (its folder made if need be;
+ * one left by an earlier backup replaced), checked (SQLite's `quick_check`), then given its name: a
+ * backup cut short or damaged leaves no file that looks whole, and one made meanwhile under that name
+ * is never replaced (a link fails where a rename would replace it).
  */
 export async function backupSqliteStore (path: string, destination: string): Promise<{ pets: bigint }> {
   const partial = `${destination}.partial`
   mkdirSync(dirname(destination), { recursive: true })
-  rmSync(partial, { force: true }) // left by a backup cut short
+  rmSync(partial, { force: true })
   const source = new SqliteConnection(path, 'default', { queryOnly: true })
   try {
     await source.backup(partial)
+  } catch (error) {
+    throw new Error(`Cannot write the copy ${partial}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   } finally {
     source.close()
   }
@@ -22,13 +26,14 @@ export async function backupSqliteStore (path: string, destination: string): Pro
   let pets: bigint
   try {
     const [check] = copy.query<{ quick_check: string }>('pragma quick_check')
-    if (check?.quick_check !== 'ok') throw new Error(`The copy ${partial} fails SQLite's check (${check?.quick_check}): it was kept for a look, not renamed`)
+    if (check?.quick_check !== 'ok') throw new Error(`The copy ${partial} fails SQLite's check (${check?.quick_check}): it was kept for a look, not named ${destination}`)
     pets = copy.query<{ count: bigint }>('select count(*) as count from pets')[0]!.count
   } finally {
     copy.close()
   }
-  // Closed, SQLite removes the copy's -wal and -shm files; one left would not follow the rename.
-  if (existsSync(`${partial}-wal`)) throw new Error(`The copy ${partial} kept its write-ahead log: it was not renamed`)
-  renameSync(partial, destination)
+  // Closed, SQLite removes the copy's -wal and -shm files; one left would not follow it.
+  if (existsSync(`${partial}-wal`) || existsSync(`${partial}-shm`)) throw new Error(`The copy ${partial} kept its -wal or -shm file: it was not named ${destination}`)
+  linkSync(partial, destination)
+  unlinkSync(partial)
   return { pets }
 }
