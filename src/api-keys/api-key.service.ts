@@ -23,16 +23,19 @@ export const API_KEYS_IN_TEXT = new RegExp(
   `${percentEncodable(PREFIX)}(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${SECRET_PART_CHARS},${RANDOM_CHARS + CHECKSUM_CHARS}}`, 'gi')
 
 /**
- * Finds the runs of base62 characters that may hold a key's characters after its prefix, as a client
- * that drops the known `ps_` sends them, alone or glued to other letters and digits (`Bearer` without
- * its space): containsApiKeyWithoutPrefix tells them from other runs by the checksum.
+ * Finds the runs of base62 characters, as they are or percent-encoded, that may hold a key's
+ * characters after its prefix, as a client that drops the known `ps_` sends them, alone or glued to
+ * other letters and digits (`Bearer` without its space): containsApiKeyWithoutPrefix tells them from
+ * other runs by the checksum.
  */
-export const UNPREFIXED_KEY_RUNS = new RegExp(`[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS},}`, 'g')
+export const UNPREFIXED_KEY_RUNS = new RegExp(`(?:[0-9A-Za-z]|${PERCENT_ENCODED_BASE62}){${RANDOM_CHARS + CHECKSUM_CHARS},}`, 'gi')
 
 const PREFIX_CRC32 = crc32(PREFIX)
 
-/** True when `run`, of base62 characters, holds a whole key but for its prefix, at any place. */
-export function containsApiKeyWithoutPrefix (run: string): boolean {
+/** True when `text`, a run of base62 characters (some percent-encoded, perhaps), holds a whole key but for its prefix, at any place. */
+export function containsApiKeyWithoutPrefix (text: string): boolean {
+  // Only base62 characters are percent-decoded (see PERCENT_ENCODED_BASE62): no decoding can fail.
+  const run = text.includes('%') ? decodeURIComponent(text) : text
   // A place is looked at only where the six characters after it can spell a CRC32 (under 2^32, read
   // as a number), and only then is a CRC32 made: a 16 KiB run costs a fraction of a millisecond, and
   // a few at most when every place can (a run of zeros).

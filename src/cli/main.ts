@@ -4,6 +4,7 @@
 // command both start through this line.
 import '../next-tick-shape.js' // first: see there
 import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { insertApiKey, findApiKeys, revokeApiKey, rotateApiKey } from '../api-keys/api-key.repository.js'
 import { generateApiKey } from '../api-keys/api-key.service.js'
@@ -110,7 +111,8 @@ service, move the store's file and its -wal and -shm files away, put the copy in
 the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy or the file exists.`)
     .action(async (file: string) => {
       const { DATABASE_URL } = loadConfig()
-      const [path] = sqliteStoreFiles(DATABASE_URL)
+      const storeFiles = sqliteStoreFiles(DATABASE_URL)
+      const [path] = storeFiles
       if (path === undefined) {
         throw new ConfigError(DATABASE_URL.startsWith('sqlite:') ?
           'DATABASE_URL is sqlite::memory:, a throw-away store of the process that opens it: there is nothing to back up; point DATABASE_URL at the service\'s store' :
@@ -119,7 +121,9 @@ the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy 
       if (!existsSync(path)) throw new ConfigError(`There is no store at ${path} (DATABASE_URL): nothing to back up`)
       if (existsSync(file)) throw new ConfigError(`${file} exists: a backup is written to a new file, never over one`)
       // SQLite's backup would trim it, and write another file than the one checked and named.
-      if (file !== file.trim()) throw new ConfigError(`The file name ${JSON.stringify(file)} begins or ends with white space: give it without`)
+      if (file.trim() === '' || file !== file.trim()) throw new ConfigError(`The file name ${JSON.stringify(file)} is empty, or begins or ends with white space: give one without`)
+      // Named as the store's -wal or -journal, a copy would be taken for the store's own and deleted (a stopped store's is no file).
+      if (storeFiles.includes(resolve(file))) throw new ConfigError(`${file} is a name SQLite gives a file of the store itself: give the copy another`)
       const { pets } = await backupSqliteStore(path, file)
       console.log(`Backed up ${path} to ${file}: ${pets} pets, as committed at one moment of the copy.`)
     })

@@ -145,6 +145,15 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
   requireCredentials(redis, connectionError)
   await requireDatabase(redis)
+  // Refused later (a Redis down at start, or its password changed since), requests go unlimited until
+  // the service is set up again: said once each time, where a request's failure says only "failed".
+  let refusalLogged = false
+  redis.on('error', (error: Error) => {
+    if (refusalLogged || !isCredentialsRefusal(error)) return
+    refusalLogged = true
+    app.log.error({ err: error }, 'the Redis server refuses REDIS_URL\'s user or password: requests are not limited until REDIS_URL is set right')
+  })
+  redis.on('ready', () => { refusalLogged = false })
   await app.register(rateLimit, { global: false, store: storeNamed(`petstore:${namespace}:`, redis), skipOnError: false })
   let coolingUntil = 0
   // An outage at start is logged now, not with the first request it fails.

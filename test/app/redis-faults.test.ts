@@ -104,6 +104,8 @@ if (process.env.TEST_REDIS_URL) {
     assert.equal((await get()).statusCode, 200, 'Redis fails open')
     const failed = lines.find((line) => line.includes('rate-limit store (Redis) failed'))
     assert.match(failed ?? '', /WRONGPASS/, 'the refusal is logged')
+    // Once, as an error: unlike an outage, it ends only when REDIS_URL is set right.
+    assert.equal(lines.filter((line) => line.includes('"level":50') && line.includes("the Redis server refuses REDIS_URL's user or password")).length, 1)
     assert.ok(!lines.join('').includes('right-secret'), `the password is in a log line: ${failed}`)
   })
 

@@ -99,6 +99,8 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     // Glued to other letters and digits (`Bearer` without its space, say): within a longer run.
     { url: `/v1/pets?k=Bearer${key.slice(3)}` },
     { url: `/v1/pets?k=${key.slice(3)}0` },
+    // One character percent-encoded, as a client's URL encoder may send it.
+    { url: `/v1/pets?k=${key.slice(3, 12)}${percentEncoded(key.slice(12, 13))}${key.slice(13)}` },
     // After a prefix and a few letters: the prefixed pattern, taking them, left too little of the key to tell.
     { url: `/v1/pets?t=ps_${'x'.repeat(37)}${key.slice(3)}` },
     { url: `/v1/pets?ref=${NOT_A_KEY}Zz` },

@@ -42,7 +42,7 @@ test('backup copies the SQLite store while another process commits: every pet co
   assert.deepEqual(ids.slice(0, before.length), before.map(({ id }) => id), 'every pet committed before the backup began')
 })
 
-test('backup refuses, with exit code 2, a file that exists, a store that does not, sqlite::memory:, PostgreSQL and a name SQLite would trim', async (t) => {
+test('backup refuses, with exit code 2, a file that exists, a store that does not, sqlite::memory:, PostgreSQL, an empty name or one SQLite would trim, and a name of the store\'s own files', async (t) => {
   const dir = tempDir(t)
   const { databaseUrl } = await createTestStore(t)
   const taken = join(dir, 'taken.db')
@@ -52,7 +52,9 @@ test('backup refuses, with exit code 2, a file that exists, a store that does no
     [`sqlite:${join(dir, 'none.db')}`, join(dir, 'copy.db'), /There is no store at .*none\.db \(DATABASE_URL\): nothing to back up/],
     ['sqlite::memory:', join(dir, 'copy.db'), /sqlite::memory:, a throw-away store .* there is nothing to back up/],
     ['postgres://petstore:secret@127.0.0.1:1/petstore', join(dir, 'copy.db'), /a PostgreSQL store: back it up with PostgreSQL's own tools \(pg_dump/],
-    [databaseUrl, `${join(dir, 'copy.db')} `, /The file name ".*copy\.db " begins or ends with white space: give it without/]
+    [databaseUrl, `${join(dir, 'copy.db')} `, /The file name ".*copy\.db " is empty, or begins or ends with white space: give one without/],
+    [databaseUrl, '', /The file name "" is empty/],
+    [databaseUrl, `${databaseUrl.slice('sqlite:'.length)}-journal`, /-journal is a name SQLite gives a file of the store itself: give the copy another/]
   ]
   for (const [url, file, said] of cases) {
     const refused = await runCli(['backup', file], { DATABASE_URL: url })
