@@ -124,7 +124,11 @@ the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy 
       if (file.trim() === '' || file !== file.trim()) throw new ConfigError(`The file name ${JSON.stringify(file)} is empty, or begins or ends with white space: give one without`)
       // Named as the store's -wal or -journal, a copy would be taken for the store's own and deleted (a stopped store's is no file).
       if (storeFiles.includes(resolve(file))) throw new ConfigError(`${file} is a name SQLite gives a file of the store itself: give the copy another`)
-      const { pets } = await backupSqliteStore(path, file)
+      const { pets } = await backupSqliteStore(path, file).catch((error: unknown) => {
+        // Made during the copy, or a link to no file (which existsSync does not see): kept as it is.
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        throw new ConfigError(`${file} exists (made during the copy, or a link to no file): it was kept, and the copy left as ${file}.partial`, { cause: error })
+      })
       console.log(`Backed up ${path} to ${file}: ${pets} pets, as committed at one moment of the copy.`)
     })
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { sql } from 'kysely'
@@ -61,6 +61,11 @@ test('backup refuses, with exit code 2, a file that exists, a store that does no
     assert.equal(refused.code, 2, `${url}: ${refused.stderr}`)
     assert.match(refused.stderr, said)
   }
+  // A link to no file passes for none, until the copy is to take its name.
+  symlinkSync(join(dir, 'nowhere.db'), join(dir, 'dangling.db'))
+  const dangling = await runCli(['backup', join(dir, 'dangling.db')], { DATABASE_URL: databaseUrl })
+  assert.equal(dangling.code, 2, dangling.stderr)
+  assert.match(dangling.stderr, /dangling\.db exists \(made during the copy, or a link to no file\): it was kept, and the copy left as .*dangling\.db\.partial/)
   assert.equal(readFileSync(taken, 'utf8'), 'keep me')
   assert.ok(!existsSync(join(dir, 'copy.db')) && !existsSync(join(dir, 'none.db')), 'nothing made')
 })
