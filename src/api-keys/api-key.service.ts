@@ -40,10 +40,15 @@ export function containsApiKeyWithoutPrefix (text: string): boolean {
   // as a number), and only then is a CRC32 made: a 16 KiB run costs a fraction of a millisecond, and
   // a few at most when every place can (a run of zeros).
   for (let end = RANDOM_CHARS; end + CHECKSUM_CHARS <= run.length; end++) {
-    const stated = base62Value(run, end, CHECKSUM_CHARS)
-    if (stated <= 0xffffffff && crc32(run.slice(end - RANDOM_CHARS, end), PREFIX_CRC32) === stated) return true
+    if (checksumFollows(run, end)) return true
   }
   return false
+}
+
+/** True when the characters of `text` from `end` are the checksum of a key whose random characters end there. */
+function checksumFollows (text: string, end: number): boolean {
+  const stated = base62Value(text, end, CHECKSUM_CHARS)
+  return stated <= 0xffffffff && crc32(text.slice(end - RANDOM_CHARS, end), PREFIX_CRC32) === stated
 }
 
 /** The number the base62 digits of `text` from `start` spell, in BASE62's order (0-9, A-Z, a-z), as checksum writes it. */
@@ -80,9 +85,7 @@ export function hashApiKey (key: string): string {
 
 /** True when the text has a key's shape and checksum: anything else is refused without a store lookup. */
 export function isWellFormedApiKey (text: string): boolean {
-  if (!KEY_PATTERN.test(text)) return false
-  const body = text.slice(0, -CHECKSUM_CHARS)
-  return checksum(body) === text.slice(-CHECKSUM_CHARS)
+  return KEY_PATTERN.test(text) && checksumFollows(text, PREFIX.length + RANDOM_CHARS)
 }
 
 function checksum (body: string): string {

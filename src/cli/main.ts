@@ -107,8 +107,8 @@ function buildProgram (): Command {
     .argument('<file>', 'the copy to make, a file that does not exist yet (its folder is made if need be)')
     .addHelpText('after', examples(`${cmd} backup backups/petstore-$(date +%F).db`) + `
 A copy of the store's file alone (cp) lacks the commits still in its -wal file. To restore: stop the
-service, move the store's file and its -wal and -shm files away, put the copy in its place, start
-the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy or the file exists.`)
+service, move the store's file and its -wal and -shm files (if any) away, put the copy in its place,
+start the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy or the file exists.`)
     .action(async (file: string) => {
       const { DATABASE_URL } = loadConfig()
       const storeFiles = sqliteStoreFiles(DATABASE_URL)
