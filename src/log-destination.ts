@@ -1,4 +1,4 @@
-import { writeSync } from 'node:fs'
+import fs, { writeSync } from 'node:fs'
 import sonicBoom, { type SonicBoom } from 'sonic-boom'
 
 // A CommonJS package: its class is a property of its `module.exports`, which Node gives ESM as the default.
@@ -28,11 +28,7 @@ export function logDestination (fd = 1): SonicBoom {
   process.on('exit', () => {
     if (failing) return
     exitDeadline = performance.now() + EXIT_FLUSH_MS
-    try {
-      destination.flushSync()
-    } catch {
-      // what is left is lost with the process, as it would be on a crash
-    }
+    flushAtExit(destination)
   })
   let dropped = 0
   const recovered = () => {
@@ -49,6 +45,37 @@ export function logDestination (fd = 1): SonicBoom {
   })
   destination.on('drop', () => { dropped++ })
   return destination
+}
+
+/**
+ * Writes what the log holds at exit, with sonic-boom's flushSync, but ends at a failed write:
+ * flushSync retries every error but EAGAIN and EBUSY every 100 ms without end, so a log that could
+ * not be written as the process exited, before an earlier write's error was reported (a terminal gone:
+ * EIO; a full disk, a reader gone), kept the process from ending, for good. fs.writeSync is how
+ * flushSync writes: it is wrapped for this one call, while nothing else runs, to drop what it could
+ * not write.
+ */
+function flushAtExit (destination: SonicBoom): void {
+  const { writeSync: write } = fs
+  let lost: NodeJS.ErrnoException | undefined
+  fs.writeSync = ((fd: number, data: string | NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+    try {
+      if (lost === undefined) return (write as (...args: unknown[]) => number)(fd, data, ...rest)
+    } catch (error) {
+      const { code } = error as NodeJS.ErrnoException
+      if (code === 'EAGAIN' || code === 'EBUSY') throw error // retried while EXIT_FLUSH_MS lasts
+      lost = error as NodeJS.ErrnoException
+    }
+    return typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
+  }) as typeof fs.writeSync
+  try {
+    destination.flushSync()
+  } catch {
+    // what is left is lost with the process, as it would be on a crash
+  } finally {
+    fs.writeSync = write
+  }
+  if (lost !== undefined) tellStderr(`the log cannot be written (${lost.code ?? lost.message}) as the process exits: its last lines are lost`)
 }
 
 function tellStderr (message: string): void {

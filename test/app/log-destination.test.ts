@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { tempDir } from '../helper.js'
+
+/**
+ * Runs a process that writes two lines to a log on `path` and exits at once, the first line's
+ * write still in flight: the second is left for the log's flush at exit. Resolves with its exit code
+ * (or with what it did instead) and its stderr.
+ */
+async function exitWithLinesHeld (t: TestContext, path: string): Promise<{ code: number | string | null, stderr: string }> {
+  const script = `
+    import { openSync } from 'node:fs'
+    import { logDestination } from './src/log-destination.ts'
+    const log = logDestination(openSync(${JSON.stringify(path)}, 'a'))
+    log.write('the first line\\n')
+    log.write('the second line\\n')
+    process.exit(0)`
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const [code] = await Promise.race([once(child, 'exit'), sleep(10_000).then(() => ['still running 10 s after its exit'])])
+  return { code: code as number | string | null, stderr }
+}
+
+test('the lines a log holds at exit are written', async (t) => {
+  const path = join(tempDir(t), 'service.log')
+  const { code, stderr } = await exitWithLinesHeld(t, path)
+  assert.equal(code, 0, stderr)
+  assert.equal(readFileSync(path, 'utf8'), 'the first line\nthe second line\n')
+})
+
+test('a log that cannot be written as the process exits (its terminal gone, its disk full) costs the lines it held, never the exit: the process spun for good', async (t) => {
+  const { code, stderr } = await exitWithLinesHeld(t, '/dev/full')
+  assert.equal(code, 0, stderr)
+  assert.match(stderr, /^petstore: the log cannot be written \(ENOSPC\) as the process exits: its last lines are lost\n$/)
+})
