@@ -32,7 +32,9 @@ test('the lines a log holds at exit are written', async (t) => {
   const path = join(tempDir(t), 'service.log')
   const { code, stderr } = await exitWithLinesHeld(t, path)
   assert.equal(code, 0, stderr)
-  assert.equal(readFileSync(path, 'utf8'), 'the first line\nthe second line\n')
+  // The second line is the one held. The first one's write, in flight on Node's thread pool as the
+  // process exits, may end after the exit's own, or not at all: the process does not wait for it.
+  assert.match(readFileSync(path, 'utf8'), /^the second line$/m)
 })
 
 test('a log that cannot be written as the process exits (its terminal gone, its disk full) costs the lines it held, never the exit: the process spun for good', async (t) => {
