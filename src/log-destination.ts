@@ -26,7 +26,6 @@ export function logDestination (fd = 1): SonicBoom {
   const destination = new SonicBoomStream({ fd, maxLength: LOG_HELD_BYTES, retryEAGAIN: () => performance.now() < exitDeadline })
   let failing = false
   process.on('exit', () => {
-    if (failing) return
     exitDeadline = performance.now() + EXIT_FLUSH_MS
     flushAtExit(destination)
   })
@@ -43,7 +42,12 @@ export function logDestination (fd = 1): SonicBoom {
     // Listened for only while failing: a write is made for every line.
     destination.once('write', recovered)
   })
-  destination.on('drop', () => { dropped++ })
+  destination.on('drop', () => {
+    dropped++
+    // sonic-boom tries no write for a line it drops: a log that failed until it held its most was
+    // never tried again, even once it could be written. An empty line tries again what it holds.
+    if (failing) destination.write('')
+  })
   return destination
 }
 

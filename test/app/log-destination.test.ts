@@ -37,6 +37,36 @@ test('the lines a log holds at exit are written', async (t) => {
   assert.match(readFileSync(path, 'utf8'), /^the second line$/m)
 })
 
+test('a log that fails long enough to drop lines is written again once it can be: it stopped for good once it held its most', async (t) => {
+  const path = join(tempDir(t), 'service.log')
+  // Past the file-size limit (2 MiB in dash's blocks of 512 bytes, 4 in bash's: room for the 1 MiB the
+  // log holds) a write fails with EFBIG, the signal it would raise ignored, as one fails with ENOSPC on
+  // a full disk; emptying the file makes room.
+  const script = `
+    import { openSync, truncateSync } from 'node:fs'
+    import { setImmediate as turn } from 'node:timers/promises'
+    import { logDestination } from './src/log-destination.ts'
+    const log = logDestination(openSync(${JSON.stringify(path)}, 'a'))
+    const line = 'x'.repeat(1023) + '\\n'
+    for (let i = 0; i < 6144; i++) { log.write(line); await turn() }
+    truncateSync(${JSON.stringify(path)}, 0)
+    // A line tries again what the log holds, unless a write is under way: the next one then does.
+    for (let i = 1; i <= 3; i++) {
+      log.write('after the room was made ' + i + '\\n')
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    process.exit(0)`
+  const child = spawn('sh', ['-c', 'trap "" XFSZ; ulimit -f 4096; exec "$@"', 'sh', process.execPath, '--import', 'tsx', '--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const [code] = await once(child, 'exit')
+  assert.equal(code, 0, stderr)
+  assert.match(stderr, /^petstore: the log cannot be written \(EFBIG\)/m)
+  assert.match(stderr, /^petstore: the log is written again; \d+ lines were dropped meanwhile$/m)
+  assert.ok(readFileSync(path, 'utf8').endsWith('\nafter the room was made 3\n'), 'the last line is in the log')
+})
+
 test('a log that cannot be written as the process exits (its terminal gone, its disk full) costs the lines it held, never the exit: the process spun for good', async (t) => {
   const { code, stderr } = await exitWithLinesHeld(t, '/dev/full')
   assert.equal(code, 0, stderr)
