@@ -69,6 +69,9 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
   }
   let served = false
   let restartDelayMs = RESTART_DELAY_MS
+  // A worker that died just before a stop was started again while the others finished: it served (a
+  // load balancer sent it clients) until the primary's exit ended it, its requests dropped.
+  const forkLater = (delayMs: number) => setTimeout(() => { if (!stopping) fork() }, delayMs)
   const fork = (): Worker => {
     const worker = cluster.fork()
     worker.once('listening', () => {
@@ -82,11 +85,11 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
       const workerPid = worker.process.pid
       if (serving.delete(worker)) {
         logger.error({ workerPid, code, signal }, 'a worker died: another is started')
-        setTimeout(fork, RESTART_DELAY_MS)
+        forkLater(RESTART_DELAY_MS)
       } else if (served) {
         // Not a setting that can never work (the service served with it): a dependency that is down.
         logger.error({ workerPid, code, signal }, `a worker failed to start: another is started in ${restartDelayMs / 1000} s`)
-        setTimeout(fork, restartDelayMs)
+        forkLater(restartDelayMs)
         restartDelayMs = Math.min(restartDelayMs * 2, MAX_RESTART_DELAY_MS)
       } else {
         void stop(code ?? 1)
