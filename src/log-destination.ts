@@ -1,4 +1,5 @@
-import fs, { writeSync } from 'node:fs'
+import fs, { constants, openSync, writeSync } from 'node:fs'
+import { isatty } from 'node:tty'
 import sonicBoom, { type SonicBoom } from 'sonic-boom'
 
 // A CommonJS package: its class is a property of its `module.exports`, which Node gives ESM as the default.
@@ -23,7 +24,7 @@ export function logDestination (fd = 1): SonicBoom {
   // while the service runs (the lines held meanwhile), and for EXIT_FLUSH_MS at exit, which otherwise
   // retried them forever: the process never exited, deaf to SIGTERM.
   let exitDeadline = Infinity
-  const destination = new SonicBoomStream({ fd, maxLength: LOG_HELD_BYTES, retryEAGAIN: () => performance.now() < exitDeadline })
+  const destination = new SonicBoomStream({ fd: withoutWaiting(fd), maxLength: LOG_HELD_BYTES, retryEAGAIN: () => performance.now() < exitDeadline })
   let failing = false
   process.on('exit', () => {
     exitDeadline = performance.now() + EXIT_FLUSH_MS
@@ -49,6 +50,22 @@ export function logDestination (fd = 1): SonicBoom {
     if (failing) destination.write('')
   })
   return destination
+}
+
+/**
+ * A terminal's descriptor opened again, its writes failing with EAGAIN where they would wait: those
+ * to a terminal whose output is paused (Ctrl-S, an ssh session that stalls) waited for good, on a
+ * thread of Node's pool or in the exit's flush, and the exit waits for the pool's threads: the
+ * service ignored SIGTERM. A file of its own, as libuv opens one for process.stdout: the flag set on
+ * the descriptor given would be set for every process that shares the terminal (the shell, say).
+ */
+function withoutWaiting (fd: number): number {
+  if (!isatty(fd)) return fd // a pipe's writes wait no more: Node makes it non-blocking as it opens process.stdout
+  try {
+    return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
+  } catch {
+    return fd // not Linux's /proc: as before
+  }
 }
 
 /**

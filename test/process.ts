@@ -60,8 +60,8 @@ export interface ServerProcess {
 }
 
 /** Starts `petstore serve` (or another command line) on a free port and waits until it listens. */
-export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command?: string[]): Promise<ServerProcess> {
-  const { ready, ...server } = await startProcess(t, env, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/, command)
+export async function startServer (t: TestContext, env: NodeJS.ProcessEnv, command?: string[], stdin: 'ignore' | 'pipe' = 'ignore'): Promise<ServerProcess> {
+  const { ready, ...server } = await startProcess(t, env, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/, command, stdin)
   return { url: ready[1]!, ...server }
 }
 
@@ -82,7 +82,8 @@ export function isRunning (pid: number): boolean {
 export async function startServerOnTerminal (t: TestContext, env: NodeJS.ProcessEnv): Promise<ServerProcess & { pid: number }> {
   // Each word quoted for the shell script(1) runs the command with.
   const command = ['exec', ...[process.execPath, ...CLI, 'serve'].map((word) => `'${word.replaceAll("'", "'\\''")}'`)].join(' ')
-  const server = await startServer(t, { LOG_FORMAT: 'json', ...env }, ['script', '--quiet', '--flush', '--return', '--command', command, '/dev/null'])
+  // Its stdin is what is typed on the terminal.
+  const server = await startServer(t, { LOG_FORMAT: 'json', ...env }, ['script', '--quiet', '--flush', '--return', '--command', command, '/dev/null'], 'pipe')
   const pid = Number(/"pid":(\d+)[^\n]*"msg":"starting petstore/.exec(server.output())![1])
   // Killed, script would leave the service behind, without its terminal.
   defer(t, () => { if (isRunning(pid)) process.kill(pid, 'SIGKILL') })
@@ -98,21 +99,21 @@ export async function startServerOnTerminal (t: TestContext, env: NodeJS.Process
 }
 
 /** Starts `petstore serve` (or another command line) on a free port and waits until its output matches `ready` (a line it logs while it starts, say). */
-export async function startProcess (t: TestContext, env: NodeJS.ProcessEnv, ready: RegExp, command: string[] = [process.execPath, ...CLI, 'serve']): Promise<Omit<ServerProcess, 'url'> & { ready: RegExpExecArray }> {
+export async function startProcess (t: TestContext, env: NodeJS.ProcessEnv, ready: RegExp, command: string[] = [process.execPath, ...CLI, 'serve'], stdin: 'ignore' | 'pipe' = 'ignore'): Promise<Omit<ServerProcess, 'url'> & { ready: RegExpExecArray }> {
   const [file, ...args] = command as [string, ...string[]]
   const child = spawn(file, args, {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...directUrlSetting(env), ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: [stdin, 'pipe', 'pipe']
   })
   let stdout = ''
   let stderr = ''
-  child.stderr.on('data', (chunk) => { stderr += chunk })
+  child.stderr!.on('data', (chunk) => { stderr += chunk })
   const exited = once(child, 'exit').then(([code]) => code as number | null)
   defer(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
 
   const match = await new Promise<RegExpExecArray>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${stdout}\n${stderr}`)), 15_000)
-    child.stdout.on('data', (chunk) => {
+    child.stdout!.on('data', (chunk) => {
       stdout += chunk
       const found = ready.exec(stdout)
       if (found) {

@@ -57,6 +57,17 @@ forEachStore((store) => {
     assert.equal(isRunning(server.pid), false, `still running ${10_000} ms after its terminal went`)
   })
 
+  test('a service whose terminal is paused (Ctrl-S, an ssh session that stalls) stops on SIGTERM: its log\'s writes waited for good, and its exit for them', async (t) => {
+    const server = await startServerOnTerminal(t, { DATABASE_URL: await store.databaseUrl(t), LOG_REQUESTS: 'on' })
+    server.child.stdin!.write('\x13') // XOFF: the terminal's output stops
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    for (let i = 0; i < 10; i++) await fetch(`${server.url}/healthz`)
+    const exited = server.stop('SIGTERM')
+    const outcome = await Promise.race([exited, sleep(10_000).then(() => 'still running 10 s after SIGTERM')])
+    server.child.stdin!.write('\x11') // XON, for the test's own cleanup
+    assert.equal(outcome, 0)
+  })
+
   test('SIGTERM ends open event streams at once and exits 0', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
     const key = await createKey(env)
