@@ -7,6 +7,13 @@ const { SonicBoom: SonicBoomStream } = sonicBoom
 
 /** What a log that cannot be written holds, to write once it can; past it, lines are dropped. */
 export const LOG_HELD_BYTES = 1024 * 1024
+/**
+ * The most a write takes (sonic-boom's default is 16 KiB), made of whole lines: a pipe takes a write
+ * this long whole or not at all, where a longer one is cut where the pipe is full, and the workers of
+ * WEB_CONCURRENCY, which share stdout, wrote their lines into one another's. (A line longer than this
+ * is written alone, and may still be cut.)
+ */
+const PIPE_BUF = 4096
 /** The longest wait at exit for a log whose reader does not read what is left. */
 const EXIT_FLUSH_MS = 1000
 
@@ -24,7 +31,7 @@ export function logDestination (fd = 1): SonicBoom {
   // while the service runs (the lines held meanwhile), and for EXIT_FLUSH_MS at exit, which otherwise
   // retried them forever: the process never exited, deaf to SIGTERM.
   let exitDeadline = Infinity
-  const destination = new SonicBoomStream({ fd: withoutWaiting(fd), maxLength: LOG_HELD_BYTES, retryEAGAIN: () => performance.now() < exitDeadline })
+  const destination = new SonicBoomStream({ fd: withoutWaiting(fd), maxLength: LOG_HELD_BYTES, maxWrite: PIPE_BUF, retryEAGAIN: () => performance.now() < exitDeadline })
   let failing = false
   process.on('exit', () => {
     exitDeadline = performance.now() + EXIT_FLUSH_MS

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { closeSync, constants, openSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { promisify } from 'node:util'
 import { tempDir } from '../helper.js'
 
 /**
@@ -48,7 +49,10 @@ test('a log that fails long enough to drop lines is written again once it can be
     import { logDestination } from './src/log-destination.ts'
     const log = logDestination(openSync(${JSON.stringify(path)}, 'a'))
     const line = 'x'.repeat(1023) + '\\n'
-    for (let i = 0; i < 6144; i++) { log.write(line); await turn() }
+    let failed = false
+    log.once('error', () => { failed = true })
+    while (!failed) { log.write(line); await turn() }
+    for (let i = 0; i < 2048; i++) { log.write(line); await turn() } // past the 1 MiB held: dropped
     truncateSync(${JSON.stringify(path)}, 0)
     // A line tries again what the log holds, unless a write is under way: the next one then does.
     for (let i = 1; i <= 3; i++) {
@@ -71,4 +75,36 @@ test('a log that cannot be written as the process exits (its terminal gone, its 
   const { code, stderr } = await exitWithLinesHeld(t, '/dev/full')
   assert.equal(code, 0, stderr)
   assert.match(stderr, /^petstore: the log cannot be written \(ENOSPC\) as the process exits: its last lines are lost\n$/)
+})
+
+test('the log writes whole lines to a pipe another process writes to as well (the workers of WEB_CONCURRENCY share stdout): a write cut by a full pipe let another\'s line into one', async (t) => {
+  const fifo = join(tempDir(t), 'log')
+  await promisify(execFile)('mkfifo', [fifo])
+  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)
+  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)
+  t.after(() => { closeSync(reader); closeSync(writer) })
+  const page = Buffer.alloc(4096, '.')
+  for (;;) { try { writeSync(writer, page) } catch { break } } // the pipe is full
+  const read = (size: number) => { const buffer = Buffer.alloc(size); return buffer.subarray(0, readSync(reader, buffer)).toString() }
+  let received = read(4096) // room for one page
+  // A process whose log writes ten lines of 1,000 bytes at once, and says so once a write is done.
+  const script = `
+    import { constants, openSync } from 'node:fs'
+    import { logDestination } from './src/log-destination.ts'
+    const log = logDestination(openSync(${JSON.stringify(fifo)}, constants.O_WRONLY | constants.O_NONBLOCK))
+    log.once('write', () => { process.stderr.write('written\\n') })
+    for (let i = 0; i < 10; i++) log.write('{"line":' + i + ',"text":"' + 'x'.repeat(980) + '"}\\n')`
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  await once(child.stderr, 'data')
+  // Another writer's line, once there is room: sonic-boom tries again a tenth of a second later.
+  received += read(4096)
+  writeSync(writer, '{"line":"another process\'s"}\n')
+  const deadline = Date.now() + 5000
+  while ((received.match(/"line":/g) ?? []).length < 11 && Date.now() < deadline) {
+    try { received += read(65536) } catch { await sleep(20) }
+  }
+  const lines = received.replace(/^\.+/, '').split('\n').filter(Boolean)
+  const broken = lines.filter((line) => { try { JSON.parse(line); return false } catch { return true } })
+  assert.deepEqual([lines.length, broken.length], [11, 0], `${lines.length} lines, broken:\n${broken.map((line) => line.slice(0, 80)).join('\n')}`)
 })
