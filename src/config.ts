@@ -179,15 +179,19 @@ function withoutCredentialParameters (url: string): string {
 }
 
 /**
- * Whether an @ follows the / that ends a URL's host (before its query): a / in the user name or
- * password, not percent-encoded, ends the host early, and the driver would connect to a host named
+ * The character that ended a URL's host early, if an @ follows it: a /, ? or # in the user name or
+ * password, not percent-encoded, ends the host there, and the driver would connect to a host named
  * after a part of the password (`app:pw@sec/ret@db/pets`), which its error shows, or fail on a port
- * made of one (`app:pa/ss@db/pets`).
+ * made of one (`app:pa/ss@db/pets`, `app:pa#ss@db/pets`: said to be a port past 65535).
  */
-function splitsUserInfo (url: string): boolean {
-  const afterScheme = url.slice(url.indexOf('//') + 2).split(/[?#]/, 1)[0]!
-  const hostEnd = afterScheme.indexOf('/')
-  return hostEnd !== -1 && afterScheme.includes('@', hostEnd)
+function splitsUserInfo (url: string): string | undefined {
+  const afterScheme = url.slice(url.indexOf('//') + 2)
+  const hostEnd = afterScheme.search(/[/?#]/)
+  if (hostEnd === -1) return undefined
+  const ender = afterScheme[hostEnd]!
+  // After a /, an @ in the query is a parameter's (application_name=a@b).
+  const rest = ender === '/' ? afterScheme.slice(hostEnd).split(/[?#]/, 1)[0]! : afterScheme.slice(hostEnd)
+  return rest.includes('@') ? ender : undefined
 }
 
 /** The error for a setting of the form its pattern asks that is still no URL (a port past 65535, say). */
@@ -219,9 +223,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {
     const url = config[name]
     if (url?.startsWith('postgres') !== true) continue
-    if (splitsUserInfo(url)) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its user name or password holds a / ` +
-        'that is not percent-encoded: write / as %2F (and @ as %40)')
+    const ender = splitsUserInfo(url)
+    if (ender !== undefined) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its user name or password holds a ${ender} ` +
+        `that is not percent-encoded: write ${ender} as ${encodeURIComponent(ender)} (and @ as %40)`)
     }
     if (!URL.canParse(url)) throw notAUrl(name, url)
     // The driver then takes PGDATABASE's, or else the user's name for it: postgres, the server's own,

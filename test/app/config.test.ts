@@ -45,6 +45,11 @@ test('a configuration error names the variable, the value received and what is a
     // The common case: it was no URL, and the message said nothing of the / in the password.
     [{ DATABASE_DIRECT_URL: 'postgres://app:pa/ss@db/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/pets"; ' +
     'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
+    // Said to be a port past 65535: the # began a fragment, and the host ended before the password's rest.
+    [{ DATABASE_URL: 'postgres://app:S3cret#PW@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets"; ' +
+    'its user name or password holds a # that is not percent-encoded: write # as %23 (and @ as %40)'],
+    [{ DATABASE_URL: 'postgres://app:pa?ss@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets"; ' +
+    'its user name or password holds a ? that is not percent-encoded: write ? as %3F (and @ as %40)'],
     // Ignored, it left the operator believing the change notifications took a direct connection.
     [{ DATABASE_URL: 'sqlite:/tmp/pets.db', DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a ' +
     'SQLite store; DATABASE_DIRECT_URL is for PostgreSQL behind a pooler: unset it, or set DATABASE_URL to the pooler'],
