@@ -24,12 +24,15 @@ const COPIES_MS = 100
  * Holds a stop signal that comes while the service starts (opening and migrating the store,
  * building the app), before its shutdown can run: Node's default would end the process at once, with
  * no line in the log and code 143. Start-up is bounded by the store's deadlines, so the stop waits for
- * it; a second signal calls `onSecond`, as one does while the service stops (copies of the first, within
- * COPIES_MS, are the same signal).
+ * it, and `onHeld` says so; a second signal calls `onSecond`, as one does while the service stops (copies
+ * of the first, within COPIES_MS, are the same signal).
  */
-export function holdStopSignals (onSecond: (signal: NodeJS.Signals) => void): HeldStopSignals {
+export function holdStopSignals (onHeld: (signal: NodeJS.Signals) => void, onSecond: (signal: NodeJS.Signals) => void): HeldStopSignals {
   let held: NodeJS.Signals | undefined
-  const stopListening = onStopSignals((signal) => { held = signal }, onSecond)
+  const stopListening = onStopSignals((signal) => {
+    held = signal
+    onHeld(signal)
+  }, onSecond)
   return {
     release: () => {
       stopListening()

@@ -40,7 +40,9 @@ export async function serve (config: Config): Promise<void> {
     logger.error({ signal }, `second ${signal} while starting: exiting at once`)
     process.exit(1)
   }
-  const held = worker ? undefined : holdStopSignals(exitOnSecond)
+  // Said at once: the start may take a while yet (a migration waiting for another instance's).
+  const onHeld = (signal: NodeJS.Signals) => { logger.info({ signal }, `${signal} while starting: the service stops once its store is ready, without taking its port`) }
+  const held = worker ? undefined : holdStopSignals(onHeld, exitOnSecond)
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
   }

@@ -470,6 +470,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     await sleep(300)
     held.child.kill('SIGTERM')
     await sleep(300)
+    assert.match(held.output(), /"msg":"SIGTERM while starting: the service stops once its store is ready, without taking its port"/, 'the stop is said to be heard at once')
     await holder.query('rollback')
     const [code] = await Promise.race([once(held.child, 'exit'), sleep(10_000).then(() => ['no exit within 10 s'])])
     assert.equal(code, 0, held.output())
