@@ -1,6 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino, type Logger } from 'pino'
-import PinoPretty from 'pino-pretty'
+import { prettyFactory } from 'pino-pretty'
 import { logDestination } from './log-destination.js'
 import { REDACTED, withoutSecrets } from './without-secrets.js'
 
@@ -28,16 +28,19 @@ export function createLogger (level: string, format: LogFormat = 'json', stream?
     hooks: { streamWrite: withoutSecrets }
   }
   if (format === 'pretty' || (format === 'auto' && process.stdout.isTTY)) {
-    return pino(options, PinoPretty({
-      destination: stream ?? logDestination(),
-      sync: true,
+    const destination = stream ?? logDestination()
+    const prettify = prettyFactory({
       colorize: stream === undefined && process.stdout.isTTY,
       translateTime: 'SYS:HH:MM:ss.l',
       ignore: ['pid', 'hostname', 'reqId', ...REQUEST_FIELDS].join(','),
       messageFormat: (log, messageKey) => log.method === undefined ?
           String(log[messageKey]) :
         `${String(log.method)} ${String(log.url)} ${String(log.statusCode)} ${String(log.ms)} ms`
-    }))
+    })
+    // Each line written as it is logged, as a JSON line is: pino-pretty's own stream waited whenever
+    // the destination was behind (a paused terminal), its lines piling up in memory without bound
+    // instead of held up to LOG_HELD_BYTES, and it closed the destination at its first failed write.
+    return pino(options, { write: (line: string) => { destination.write(prettify(line)) } })
   }
   return pino(options, stream ?? logDestination())
 }

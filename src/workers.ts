@@ -109,6 +109,8 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
     void stop(0)
   }, killWorkers)
   const heldSignal = heldSignals.release()
+  // Asked to stop while the store was prepared: no worker is started, which would take the port.
+  if (heldSignal !== undefined) return resend(heldSignal)
   const cores = availableParallelism()
   if (config.WEB_CONCURRENCY > cores) {
     logger.warn({ workers: config.WEB_CONCURRENCY, cores }, `WEB_CONCURRENCY is ${config.WEB_CONCURRENCY}, above the ${cores} cores of this machine: the workers take turns on them, each with its memory and its database connections`)
@@ -119,5 +121,4 @@ export async function superviseWorkers (config: Config, logger: Logger, { graceM
   fork().once('listening', () => {
     if (!stopping) for (let i = 1; i < config.WEB_CONCURRENCY; i++) fork()
   })
-  resend(heldSignal)
 }

@@ -84,7 +84,7 @@ export async function startServerOnTerminal (t: TestContext, env: NodeJS.Process
   const command = ['exec', ...[process.execPath, ...CLI, 'serve'].map((word) => `'${word.replaceAll("'", "'\\''")}'`)].join(' ')
   // Its stdin is what is typed on the terminal.
   const server = await startServer(t, { LOG_FORMAT: 'json', ...env }, ['script', '--quiet', '--flush', '--return', '--command', command, '/dev/null'], 'pipe')
-  const pid = Number(/"pid":(\d+)[^\n]*"msg":"starting petstore/.exec(server.output())![1])
+  const pid = Number(readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim()) // script's one child, exec'd into the service
   // Killed, script would leave the service behind, without its terminal.
   defer(t, () => { if (isRunning(pid)) process.kill(pid, 'SIGKILL') })
   return {

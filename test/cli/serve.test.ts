@@ -57,16 +57,18 @@ forEachStore((store) => {
     assert.equal(isRunning(server.pid), false, `still running ${10_000} ms after its terminal went`)
   })
 
-  test('a service whose terminal is paused (Ctrl-S, an ssh session that stalls) stops on SIGTERM: its log\'s writes waited for good, and its exit for them', async (t) => {
-    const server = await startServerOnTerminal(t, { DATABASE_URL: await store.databaseUrl(t), LOG_REQUESTS: 'on' })
-    server.child.stdin!.write('\x13') // XOFF: the terminal's output stops
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    for (let i = 0; i < 10; i++) await fetch(`${server.url}/healthz`)
-    const exited = server.stop('SIGTERM')
-    const outcome = await Promise.race([exited, sleep(10_000).then(() => 'still running 10 s after SIGTERM')])
-    server.child.stdin!.write('\x11') // XON, for the test's own cleanup
-    assert.equal(outcome, 0)
-  })
+  for (const format of ['json', 'pretty']) {
+    test(`a service whose terminal is paused (Ctrl-S, an ssh session that stalls) stops on SIGTERM: its log's writes waited for good, and its exit for them (LOG_FORMAT=${format})`, async (t) => {
+      const server = await startServerOnTerminal(t, { DATABASE_URL: await store.databaseUrl(t), LOG_REQUESTS: 'on', LOG_FORMAT: format })
+      server.child.stdin!.write('\x13') // XOFF: the terminal's output stops
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      for (let i = 0; i < 10; i++) await fetch(`${server.url}/healthz`)
+      const exited = server.stop('SIGTERM')
+      const outcome = await Promise.race([exited, sleep(10_000).then(() => 'still running 10 s after SIGTERM')])
+      server.child.stdin!.write('\x11') // XON, for the test's own cleanup
+      assert.equal(outcome, 0)
+    })
+  }
 
   test('SIGTERM ends open event streams at once and exits 0', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
@@ -469,8 +471,8 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const held = await startProcess(t, { DATABASE_URL: databaseUrl, LOG_FORMAT: 'json' }, /"msg":"starting petstore/)
     await sleep(300)
     held.child.kill('SIGTERM')
-    await sleep(300)
-    assert.match(held.output(), /"msg":"SIGTERM while starting: the service stops once its store is ready, without taking its port"/, 'the stop is said to be heard at once')
+    const heard = /"msg":"SIGTERM while starting: the service stops once its store is ready, without taking its port"/
+    await waitFor(() => heard.test(held.output()), held.output) // said at once, the lock still held
     await holder.query('rollback')
     const [code] = await Promise.race([once(held.child, 'exit'), sleep(10_000).then(() => ['no exit within 10 s'])])
     assert.equal(code, 0, held.output())
@@ -488,6 +490,16 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     assert.equal(second, 1, twice.output())
     assert.match(twice.output(), /"msg":"second SIGINT while starting: exiting at once"/)
     await holder.query('rollback')
+
+    // With workers, the one the primary started listened, and only then was told to stop.
+    await holdLock()
+    const primary = await startProcess(t, { DATABASE_URL: databaseUrl, LOG_FORMAT: 'json', WEB_CONCURRENCY: '2' }, /"msg":"starting petstore/)
+    primary.child.kill('SIGTERM')
+    await waitFor(() => heard.test(primary.output()), primary.output)
+    await holder.query('rollback')
+    const [stopped] = await Promise.race([once(primary.child, 'exit'), sleep(10_000).then(() => ['no exit within 10 s'])])
+    assert.equal(stopped, 0, primary.output())
+    assert.doesNotMatch(primary.output(), /Server listening|starting workers/, 'no worker is started once a stop was asked')
   })
 
   test('a PostgreSQL database whose encoding cannot hold UTF-8 is refused, naming it, before anything is migrated, from serve and the CLI alike', async (t) => {
