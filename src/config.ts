@@ -189,9 +189,10 @@ function splitsUserInfo (url: string): string | undefined {
   const hostEnd = afterScheme.search(/[/?#]/)
   if (hostEnd === -1) return undefined
   const ender = afterScheme[hostEnd]!
-  // After a /, an @ in the query is a parameter's (application_name=a@b).
-  const rest = ender === '/' ? afterScheme.slice(hostEnd).split(/[?#]/, 1)[0]! : afterScheme.slice(hostEnd)
-  return rest.includes('@') ? ender : undefined
+  // An @ in the query is a parameter's (application_name=a@b): after a ? or #, one counts only in
+  // what is no URL.
+  if (ender !== '/') return afterScheme.includes('@', hostEnd) && !URL.canParse(url) ? ender : undefined
+  return afterScheme.slice(hostEnd).split(/[?#]/, 1)[0]!.includes('@') ? ender : undefined
 }
 
 /** The error for a setting of the form its pattern asks that is still no URL (a port past 65535, say). */

@@ -140,3 +140,9 @@ test('an invalid value is a one-line error naming the variable', () => {
 test('a PostgreSQL URL without a database is taken when PGDATABASE names one, as the driver then connects to it', () => {
   assert.equal(loadConfig({ DATABASE_URL: 'postgres://app@db:5432', PGDATABASE: 'pets' }).DATABASE_URL, 'postgres://app@db:5432')
 })
+
+test('a PostgreSQL URL with an @ in its query is taken: the @ is a parameter\'s, not a password\'s', () => {
+  for (const url of ['postgres://app:pw@db/pets?application_name=ops@host', 'postgres://db?application_name=ops@host', 'postgres://app:pw@db?sslmode=require#ops@host']) {
+    assert.equal(loadConfig({ DATABASE_URL: url, PGDATABASE: 'pets' }).DATABASE_URL, url)
+  }
+})
