@@ -8,12 +8,12 @@ const { SonicBoom: SonicBoomStream } = sonicBoom
 /** What a log that cannot be written holds, to write once it can; past it, lines are dropped. */
 export const LOG_HELD_BYTES = 1024 * 1024
 /**
- * The most a write takes (sonic-boom's default is 16 KiB), made of whole lines: a pipe takes a write
- * this long whole or not at all, where a longer one is cut where the pipe is full, and the workers of
- * WEB_CONCURRENCY, which share stdout, wrote their lines into one another's. (A line longer than this
- * is written alone, and may still be cut.)
+ * The most a write takes (sonic-boom's default is 16 KiB), made of whole lines: Linux's PIPE_BUF,
+ * which a pipe takes whole or not at all, where a longer write is cut where the pipe is full, and the
+ * workers of WEB_CONCURRENCY, which share stdout, wrote their lines into one another's. (A line longer
+ * than this is written alone, and may still be cut; so may a write to a terminal or a socket.)
  */
-const PIPE_BUF = 4096
+const MAX_WRITE_BYTES = 4096
 /** The longest wait at exit for a log whose reader does not read what is left. */
 const EXIT_FLUSH_MS = 1000
 
@@ -31,7 +31,7 @@ export function logDestination (fd = 1): SonicBoom {
   // while the service runs (the lines held meanwhile), and for EXIT_FLUSH_MS at exit, which otherwise
   // retried them forever: the process never exited, deaf to SIGTERM.
   let exitDeadline = Infinity
-  const destination = new SonicBoomStream({ fd: withoutWaiting(fd), maxLength: LOG_HELD_BYTES, maxWrite: PIPE_BUF, retryEAGAIN: () => performance.now() < exitDeadline })
+  const destination = new SonicBoomStream({ fd: withoutWaiting(fd), maxLength: LOG_HELD_BYTES, maxWrite: MAX_WRITE_BYTES, retryEAGAIN: () => performance.now() < exitDeadline })
   let failing = false
   process.on('exit', () => {
     exitDeadline = performance.now() + EXIT_FLUSH_MS
@@ -67,7 +67,7 @@ export function logDestination (fd = 1): SonicBoom {
  * the descriptor given would be set for every process that shares the terminal (the shell, say).
  */
 function withoutWaiting (fd: number): number {
-  if (!isatty(fd)) return fd // a pipe's writes wait no more: Node makes it non-blocking as it opens process.stdout
+  if (!isatty(fd)) return fd // a pipe's writes wait no more: Node made it non-blocking as the CLI opened process.stdout
   try {
     return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
   } catch {

@@ -34,7 +34,7 @@ test('the lines a log holds at exit are written', async (t) => {
   const { code, stderr } = await exitWithLinesHeld(t, path)
   assert.equal(code, 0, stderr)
   // The second line is the one held. The first one's write, in flight on Node's thread pool as the
-  // process exits, may end after the exit's own, or not at all: the process does not wait for it.
+  // process exits, may end after the exit's own.
   assert.match(readFileSync(path, 'utf8'), /^the second line$/m)
 })
 
@@ -68,7 +68,8 @@ test('a log that fails long enough to drop lines is written again once it can be
   assert.equal(code, 0, stderr)
   assert.match(stderr, /^petstore: the log cannot be written \(EFBIG\)/m)
   assert.match(stderr, /^petstore: the log is written again; \d+ lines were dropped meanwhile$/m)
-  assert.ok(readFileSync(path, 'utf8').endsWith('\nafter the room was made 3\n'), 'the last line is in the log')
+  // (Not last for sure: a write in flight on Node's thread pool as the process exits may end after the exit's own.)
+  assert.ok(readFileSync(path, 'utf8').includes('\nafter the room was made 3\n'), 'the last line is in the log')
 })
 
 test('a log that cannot be written as the process exits (its terminal gone, its disk full) costs the lines it held, never the exit: the process spun for good', async (t) => {
