@@ -1,5 +1,6 @@
 import { Migrator, sql, type Migration } from 'kysely'
 import { ConfigError } from '../config.js'
+import { isRefusedSetting } from '../store/store-errors.js'
 import type { Db } from './database.js'
 import { isPostgres } from './dialect.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
@@ -79,8 +80,9 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
  */
 async function refuseOtherEncodings (db: Db): Promise<void> {
   // The first statement: the driver's words alone (connect ECONNREFUSED, role "app" does not exist) named neither the store nor the setting.
+  // A server that refuses the setting (its user, password or database) stops the start as an invalid value does (exit 2).
   const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db).catch((error: unknown) => {
-    throw new Error(`Cannot use the PostgreSQL store that DATABASE_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new (isRefusedSetting(error) ? ConfigError : Error)(`Cannot use the PostgreSQL store that DATABASE_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   })
   const encoding = rows[0]!.encoding
   if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return

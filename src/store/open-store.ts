@@ -1,10 +1,11 @@
 import { existsSync, realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock, type Clock } from '../clock.js'
-import { loadConfig, type Config } from '../config.js'
+import { ConfigError, loadConfig, type Config } from '../config.js'
 import type { Deadlines } from './postgres/deadline-pool.js'
 import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
+import { isRefusedSetting } from './store-errors.js'
 import type { Durability, Store, StoreLog } from './store.js'
 
 const SQLITE_PREFIX = 'sqlite:'
@@ -57,7 +58,8 @@ export function openStore (databaseUrl: string, options: StoreOptions = {}): Sto
       return openSqliteStore(path, { durability, clock, log, checkpointStartDelayMs })
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
-      throw new Error(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      // A path that cannot be the store is a setting to change (exit 2), as an invalid value is.
+      throw new (isRefusedSetting(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
     }
   }
   return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })

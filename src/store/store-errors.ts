@@ -13,6 +13,7 @@ const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z_]+$/
 
 // pg's words when the server asks for a password (SCRAM, PostgreSQL's default) that the URL lacks or leaves empty.
 const NO_PASSWORD_GIVEN = /^SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a (non-empty )?string$/
+const NO_PASSWORD_GIVEN_PLAINLY = 'PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB'
 
 // Errors of a connection the server refused to open (see markConnectionRefused).
 const refusedConnections = new WeakSet<object>()
@@ -25,9 +26,8 @@ const refusedConnections = new WeakSet<object>()
 export function markConnectionRefused (error: unknown): unknown {
   if (typeof error === 'object' && error !== null) refusedConnections.add(error)
   if (error instanceof Error && NO_PASSWORD_GIVEN.test(error.message)) {
-    const plain = 'PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB'
-    error.stack = error.stack?.replace(error.message, plain)
-    error.message = plain
+    error.stack = error.stack?.replace(error.message, NO_PASSWORD_GIVEN_PLAINLY)
+    error.message = NO_PASSWORD_GIVEN_PLAINLY
   }
   return error
 }
@@ -38,6 +38,22 @@ export function isStoreUnavailable (error: unknown): boolean {
   const { code, message } = fieldsOf(error)
   if (code === undefined) return message !== undefined && (POSTGRES_NO_CONNECTION.test(message) || POSTGRES_CONNECTION_LOST.test(message))
   return SQLITE_UNAVAILABLE.test(code) || NETWORK_ERRORS.has(code) || POSTGRES_UNAVAILABLE.test(code)
+}
+
+// What DATABASE_URL names cannot be the store, whatever the time: a SQLite path that is no database, or
+// that this process may not open or write (or make its folder), a file where a folder goes; a
+// PostgreSQL server that refuses the user, its password or the database (28P01, 28000, 3D000, 42501).
+const SQLITE_UNUSABLE_PATH = new Set(['SQLITE_NOTADB', 'SQLITE_CANTOPEN', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'EISDIR'])
+const POSTGRES_REFUSED_SETTING = new Set(['28P01', '28000', '3D000', '42501'])
+
+/**
+ * True for an error of opening the store that a setting caused (see above): DATABASE_URL must be
+ * changed, or the store or its server set up for it. A store down, busy, full or damaged is not one.
+ */
+export function isRefusedSetting (error: unknown): boolean {
+  const { code, message } = fieldsOf(error)
+  if (code === undefined) return message === NO_PASSWORD_GIVEN_PLAINLY
+  return SQLITE_UNUSABLE_PATH.has(code) || POSTGRES_REFUSED_SETTING.has(code)
 }
 
 /** True when the PostgreSQL connection an error came from cannot be trusted to answer again (timed out, lost). */

@@ -42,7 +42,7 @@ test('a PostgreSQL URL without the password the server asks for is one line that
   const port = await scramAskingServer(t)
   for (const url of [`postgres://app@127.0.0.1:${port}/pets`, `postgres://app:@127.0.0.1:${port}/pets`]) {
     const { code, stderr } = await runCli(['keys', 'list'], { DATABASE_URL: url, DATABASE_CONNECT_TIMEOUT_MS: '2000' })
-    assert.equal(code, 1)
+    assert.equal(code, 2, stderr)
     // The store's encoding is asked first, outside the migrations: no "Migration failed:" before it.
     assert.equal(stderr, 'petstore: Cannot use the PostgreSQL store that DATABASE_URL names: PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB\n')
   }

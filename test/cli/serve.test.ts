@@ -323,14 +323,14 @@ test('a port in use (with workers too), or an address not of this machine, is on
   assert.match(zoneless.stderr, /^petstore: Cannot listen: fe80::1 is not an address of this machine; set HOST to one/m)
 })
 
-test('a SQLite store that cannot be opened is one line naming its path, from serve and the CLI alike', async (t) => {
+test('a SQLite store that cannot be opened is one line naming its path, and exit 2 (a setting to change), from serve and the CLI alike', async (t) => {
   // Its path printed as the terminal should show it: an escape sequence in a file name is not run.
   const dir = tempDir(t)
   const notAStore = join(dir, 'notes\u001b[31m.db')
   writeFileSync(notAStore, 'notes, not a SQLite database\n'.repeat(100))
   for (const args of [['serve'], ['keys', 'list']]) {
     const result = await runCli(args, { DATABASE_URL: `sqlite:${notAStore}`, PORT: '0', HOST: '127.0.0.1' })
-    assert.equal(result.code, 1, result.stderr)
+    assert.equal(result.code, 2, result.stderr)
     assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${join(dir, 'notes\\u001b[31m.db')}: file is not a database\n`, args.join(' '))
   }
 })
@@ -343,7 +343,7 @@ test('a SQLite store whose folder is a file names that file, from serve and the 
   for (const path of [join(file, 'petstore.db'), join(file, 'deeper', 'petstore.db')]) {
     for (const args of [['serve'], ['keys', 'list']]) {
       const result = await runCli(args, { DATABASE_URL: `sqlite:${path}`, PORT: '0', HOST: '127.0.0.1' })
-      assert.equal(result.code, 1, result.stderr)
+      assert.equal(result.code, 2, result.stderr)
       assert.equal(result.stderr, `petstore: Cannot open the SQLite store at ${path}: ${file} is a file, not a folder\n`, args.join(' '))
     }
   }
@@ -368,12 +368,12 @@ test('a SQLite store file this process may not write is refused at start, naming
     child.stderr.on('data', (chunk) => { stderr += chunk })
     const [code] = await once(child, 'exit')
     clearTimeout(timer)
-    assert.equal(code, 1, stderr)
+    assert.equal(code, 2, stderr)
     assert.equal(stderr, `petstore: Cannot open the SQLite store at ${path}: this process (uid ${asOther.uid ?? process.getuid?.()}) may not write to it (EACCES)\n`, args.join(' '))
   }
 })
 
-test('a PostgreSQL store that cannot be used is one line saying so, from serve and the CLI alike: the driver\'s alone (connect ECONNREFUSED 127.0.0.1:1) named neither', async () => {
+test('a PostgreSQL store that cannot be reached is one line saying so, and exit 1 (an outage), from serve and the CLI alike: the driver\'s alone (connect ECONNREFUSED 127.0.0.1:1) named neither', async () => {
   for (const args of [['serve'], ['keys', 'list']]) {
     const result = await runCli(args, { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/pets', PORT: '0', HOST: '127.0.0.1' })
     assert.equal(result.code, 1, result.stderr)
@@ -381,11 +381,28 @@ test('a PostgreSQL store that cannot be used is one line saying so, from serve a
   }
 })
 
+const postgresUrl = process.env.TEST_DATABASE_DIRECT_URL ?? process.env.TEST_DATABASE_URL
+if (postgresUrl !== undefined) {
+  test('a PostgreSQL server that refuses DATABASE_URL\'s role or database is one line in its words, and exit 2 (a setting to change), from serve and the CLI alike', async () => {
+    const unknownRole = new URL(postgresUrl)
+    unknownRole.username = 'no_such_role'
+    const unknownDatabase = new URL(postgresUrl)
+    unknownDatabase.pathname = '/no_such_database'
+    for (const [url, refusal] of [[unknownRole, 'role "no_such_role" does not exist'], [unknownDatabase, 'database "no_such_database" does not exist']] as const) {
+      for (const args of [['serve'], ['keys', 'list']]) {
+        const result = await runCli(args, { DATABASE_URL: url.toString(), PORT: '0', HOST: '127.0.0.1' })
+        assert.equal(result.code, 2, result.stderr)
+        assert.equal(result.stderr, `petstore: Cannot use the PostgreSQL store that DATABASE_URL names: ${refusal}\n`, args.join(' '))
+      }
+    }
+  })
+}
+
 test('a SQLite store whose folder cannot be made is one line, at once: /proc, where mkdir -p spun forever', { timeout: 10_000 }, async () => {
   // Node's recursive mkdir retries for ever where the kernel answers ENOENT though the parent exists.
   const path = '/proc/petstore/petstore.db'
   const result = await runCli(['keys', 'list'], { DATABASE_URL: `sqlite:${path}` })
-  assert.equal(result.code, 1, result.stderr)
+  assert.equal(result.code, 2, result.stderr)
   assert.match(result.stderr, /^petstore: Cannot open the SQLite store at \/proc\/petstore\/petstore\.db: ENOENT: no such file or directory, mkdir '\/proc\/petstore'\n$/)
 })
 

@@ -176,7 +176,7 @@ function sameFile (file: FileId | undefined, opened: FileId): boolean {
  */
 function makeFolder (folder: string): void {
   const file = fileOnPath(folder)
-  if (file !== undefined) throw new Error(`${file} is a file, not a folder`)
+  if (file !== undefined) throw Object.assign(new Error(`${file} is a file, not a folder`), { code: 'ENOTDIR' })
   const missing: string[] = []
   for (let path = folder; !existsSync(path); path = dirname(path)) missing.unshift(path)
   for (const path of missing) {
@@ -198,7 +198,7 @@ function refuseReadOnly (path: string): void {
     accessSync(path, constants.W_OK)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    throw new Error(`this process (uid ${process.getuid?.() ?? 'unknown'}) may not write to it (${code})`, { cause: error })
+    throw Object.assign(new Error(`this process (uid ${process.getuid?.() ?? 'unknown'}) may not write to it (${code})`, { cause: error }), { code })
   }
 }
 
