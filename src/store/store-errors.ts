@@ -2,8 +2,9 @@
 const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM|CORRUPT|NOTADB)/
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN'])
 // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P shutdown, 57014 statement
-// timeout, 55P03 lock timeout, XX001 and XX002 data or an index damaged.
-const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014|55P03|XX001|XX002)/
+// timeout, 55P03 lock timeout, XX001 and XX002 data or an index damaged, 25006 a database read-only (a
+// failover to a standby, `default_transaction_read_only`), 42501 a privilege the service's role lost.
+const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014|55P03|XX001|XX002|25006|42501)/
 // node-postgres raises these without a code: no connection within the deadline, no answer within the
 // deadline, or the connection lost.
 const POSTGRES_NO_CONNECTION = /^timeout exceeded when trying to connect/
@@ -61,6 +62,15 @@ export function isPostgresConnectionLost (error: unknown): boolean {
   const { code, message } = fieldsOf(error)
   return (code !== undefined && POSTGRES_CONNECTION_LOST_CODES.test(code)) ||
     (message !== undefined && POSTGRES_CONNECTION_LOST.test(message))
+}
+
+/**
+ * True when the PostgreSQL connection an error came from is not to be used again: lost, or a session
+ * that found the database read-only (25006), which keeps the read-only default it was opened with
+ * for good: such sessions served 503s long after the database could be written again.
+ */
+export function isPostgresConnectionSpent (error: unknown): boolean {
+  return isPostgresConnectionLost(error) || fieldsOf(error).code === '25006'
 }
 
 function fieldsOf (error: unknown): { code?: string, message?: string } {

@@ -220,6 +220,62 @@ if (process.env.TEST_DATABASE_URL) {
     }
   })
 
+  test('a database turned read-only (a failover to a standby) or a privilege revoked turns creates into 503s, not 500s; a session opened read-only fails one write at most once it is writable', { timeout: 30_000 }, async (t) => {
+    const postgres = await startPostgres(t)
+    const admin = new pg.Client(postgres.url)
+    await admin.connect()
+    defer(t, () => admin.end())
+    await admin.query('create role shop login')
+    await admin.query('create database shop owner shop')
+    const url = new URL(postgres.url)
+    Object.assign(url, { username: 'shop', pathname: '/shop' })
+    const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => url.toString() }, env: DEADLINES })
+    const { app, auth } = testApp
+    let keys = 0
+    // Plain creates (a statement of their own) and idempotent ones (a transaction, through Kysely), and reads, which a read-only session serves.
+    const round = async () => (await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => app.inject({
+        method: 'POST',
+        url: '/v1/pets',
+        headers: i % 2 === 0 ? auth : { ...auth, 'idempotency-key': `key-${++keys}` },
+        payload: { name: 'Rex', categoryId: 1 }
+      })),
+      ...Array.from({ length: 4 }, (_, i) => app.inject({ url: `/v1/pets?categoryId=${i + 2}`, headers: auth }))
+    ])).map((response) => {
+      if (response.statusCode === 503) assert.equal(response.headers['retry-after'], '1')
+      return response.statusCode
+    })
+    const ANSWERED = [...Array(8).fill(201), ...Array(4).fill(200)]
+    assert.deepEqual(await round(), ANSWERED)
+
+    await admin.query('alter database shop set default_transaction_read_only = on')
+    await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = 'shop'")
+    for (let i = 0; i < 3; i++) {
+      const statuses = await round()
+      assert.deepEqual(statuses.slice(0, 8), Array(8).fill(503), 'creates refused')
+      // The first reads may find their sessions ended (503); the next are served.
+      if (i > 0) assert.deepEqual(statuses.slice(8), Array(4).fill(200), 'reads served')
+    }
+    await admin.query('alter database shop reset default_transaction_read_only')
+    // Each session opened meanwhile (the test store's 4) fails the next write it is given, and is replaced.
+    const rounds: number[][] = []
+    while (rounds.at(-1)?.join() !== ANSWERED.join()) {
+      rounds.push(await round())
+      assert.ok(rounds.length <= 4, `writable again, yet: ${JSON.stringify(rounds)}`)
+    }
+    assert.ok(rounds.flat().every((status) => status === 201 || status === 200 || status === 503), JSON.stringify(rounds))
+
+    const owner = new pg.Client(url.toString())
+    await owner.connect()
+    defer(t, () => owner.end())
+    await owner.query('revoke insert on pets from shop')
+    const refused = await app.inject({ method: 'POST', url: '/v1/pets', headers: auth, payload: { name: 'Rex', categoryId: 1 } })
+    assert.equal(refused.statusCode, 503, refused.body)
+    assert.equal(errorOf(refused).code, 'service_unavailable')
+    await owner.query('grant insert on pets to shop')
+    assert.deepEqual(await round(), ANSWERED)
+  })
+
   test('the server ends a transaction left idle (its instance frozen) and a wait for a lock, at the deadline', { timeout: 30_000 }, async (t) => {
     const postgres = await startPostgres(t)
     const testApp = await build(t, { store: { name: 'postgres', databaseUrl: async () => postgres.url }, env: DEADLINES })

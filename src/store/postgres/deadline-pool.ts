@@ -1,6 +1,6 @@
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely'
 import type { Pool, PoolClient, QueryResult } from 'pg'
-import { isPostgresConnectionLost } from '../store-errors.js'
+import { isPostgresConnectionSpent } from '../store-errors.js'
 
 export interface Deadlines {
   /** Longest wait for a connection: a new one, or a free one of the pool's. */
@@ -13,9 +13,10 @@ const EMPTY_RESULT: PostgresQueryResult<never> = { command: 'SELECT', rowCount: 
 
 /**
  * The pool Kysely is given: each statement has a client-side deadline (pg's `query_timeout`, set on the
- * pool), and a client that missed one or lost its connection is destroyed on release rather than reused:
- * pg would hand it out again with the late statement still owed ahead of the next one, and Kysely
- * releases clients without saying whether they failed.
+ * pool), and a client that missed one, lost its connection or found the database read-only (see
+ * isPostgresConnectionSpent) is destroyed on release rather than reused: pg would hand it out again
+ * (with a late statement still owed ahead of the next one), and Kysely releases clients without
+ * saying whether they failed.
  *
  * Every transaction also sets the same deadlines on the server (`set local`, which works through
  * PgBouncer in transaction mode, unlike a startup parameter): a statement waiting for a lock held by a
@@ -37,7 +38,7 @@ export function deadlinePool (pool: Pool, { statementMs }: Deadlines, committed:
 }
 
 function clientWithDeadlines (client: PoolClient, begin: string, committed: () => void): PostgresPoolClient {
-  let lost = false
+  let spent = false
   let beginOwed = false
   const send = async (sql: string, parameters: readonly unknown[]): Promise<QueryResult> => {
     if (!beginOwed) return await client.query(sql, parameters as unknown[])
@@ -58,24 +59,24 @@ function clientWithDeadlines (client: PoolClient, begin: string, committed: () =
         beginOwed = false
         return EMPTY_RESULT
       }
-      // A lost session's transaction is rolled back by the server: a rollback sent down the dead
-      // connection would only fail, and its error would replace the one that says why.
-      if (lost && sql === 'rollback') return EMPTY_RESULT
+      // A spent session's transaction is rolled back by the server as the connection is destroyed: a
+      // rollback sent down a dead connection would only fail, and its error would replace the one that says why.
+      if (spent && sql === 'rollback') return EMPTY_RESULT
       try {
         const result = await send(sql, parameters)
         if (sql === 'commit') committed()
         return result
       } catch (error) {
-        lost ||= isPostgresConnectionLost(error)
+        spent ||= isPostgresConnectionSpent(error)
         // Likewise a rollback that fails (times out, say): the connection is destroyed on release,
         // which rolls the transaction back, and the error that called for the rollback is the one thrown.
         if (sql === 'rollback') {
-          lost = true
+          spent = true
           return EMPTY_RESULT
         }
         throw error
       }
     },
-    release: () => { client.release(lost) }
+    release: () => { client.release(spent) }
   } as unknown as PostgresPoolClient // only the (sql, parameters) form: no cursor is configured
 }
