@@ -201,6 +201,18 @@ export function connectRaw (port: number): RawConnection {
   return { socket, received: () => received, closed }
 }
 
+/**
+ * Resolves once `condition` holds, looked at every `everyMs`; past `withinMs` it fails, with what
+ * `describe` says was seen (a process's output, counts).
+ */
+export async function waitFor (condition: () => boolean, describe: () => string, { withinMs = 5000, everyMs = 20 } = {}): Promise<void> {
+  const deadline = Date.now() + withinMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not seen within ${withinMs / 1000} s:\n${describe()}`)
+    await new Promise((resolve) => setTimeout(resolve, everyMs))
+  }
+}
+
 /** Waits until what a raw connection received passes `seen`, or 5 s; the test then asserts on it either way. */
 export async function untilReceived (received: () => string, seen: (text: string) => boolean): Promise<void> {
   const deadline = Date.now() + 5000

@@ -8,7 +8,7 @@ import { ANSWER_MS, ClusterMetrics } from '../../src/metrics/cluster-metrics.js'
 import { collectProcessMetrics, createMetrics, createMetricsServer } from '../../src/metrics/metrics.js'
 import { SECURITY_HEADERS } from '../../src/plugins/security-headers.js'
 import { QUEUE_DEPTH_WAIT_MS, WebhookMetrics } from '../../src/webhooks/webhook-metrics.js'
-import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, halfOpenAnswered, servedWithin, TEST_LIMITS, untilReceived } from '../helper.js'
+import { checkAnswers, closesWithin, connectRaw, createKey, createTestStore, defer, halfOpenAnswered, servedWithin, TEST_LIMITS, untilReceived, waitFor } from '../helper.js'
 import { startServer } from '../process.js'
 
 test('GET /metrics reports requests by route and status, and process metrics', async (t) => {
@@ -244,10 +244,8 @@ test('petstore serve with METRICS_PORT serves /metrics on that port and METRICS_
   const { key } = await createKey(db)
   const server = await startServer(t, { DATABASE_URL: databaseUrl, METRICS_PORT: '0', METRICS_HOST: '127.0.0.2' })
   const metricsAddress = /"address":\{"address":"127\.0\.0\.2","family":"IPv4","port":(\d+)\}/
-  const deadline = Date.now() + 5000
-  while (!metricsAddress.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-  const address = metricsAddress.exec(server.output())
-  assert.ok(address, server.output())
+  await waitFor(() => metricsAddress.test(server.output()), server.output)
+  const address = metricsAddress.exec(server.output())!
   await fetch(`${server.url}/healthz`)
   const created = await fetch(`${server.url}/v1/pets`, {
     method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"name":"Rex","categoryId":1}'

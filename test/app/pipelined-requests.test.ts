@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import Fastify from 'fastify'
 import pipelinedRequests from '../../src/plugins/pipelined-requests.js'
-import { build, connectRaw, createPet, forEachStore, openRawConnection, tempDir } from '../helper.js'
+import { build, connectRaw, createPet, forEachStore, openRawConnection, tempDir, waitFor } from '../helper.js'
 import { startServer } from '../process.js'
 
 forEachStore((store) => {
@@ -117,9 +117,7 @@ test('requests waiting behind others on a connection the client cuts are let go 
   socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(30))
   while (entered < 30) await new Promise((resolve) => setTimeout(resolve, 5))
   socket.destroy()
-  const deadline = Date.now() + 2000
-  while (released + refused < entered && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
-  assert.equal(released + refused, entered, `${entered} requests: ${released} went on, ${refused} refused`)
+  await waitFor(() => released + refused === entered, () => `${entered} requests: ${released} went on, ${refused} refused`, { withinMs: 2000, everyMs: 10 })
 })
 
 test('a connection with more than 1,000 requests waiting behind unfinished answers (an event stream) is closed: each held memory for as long as the stream', async (t) => {
@@ -171,7 +169,5 @@ test('files sent in answers queued behind others are closed with a connection th
     socket.destroy()
   }
   assert.ok(most > 0, 'the files were open while the connections were')
-  const deadline = Date.now() + 3000
-  while (scriptsOpen() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-  assert.equal(scriptsOpen(), 0, 'the script left open')
+  await waitFor(() => scriptsOpen() === 0, () => `the script left open ${scriptsOpen()} times`, { withinMs: 3000, everyMs: 50 })
 })

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
+import { defer, forEachStore, tempDir, TEST_STORES, waitFor } from '../helper.js'
 import { CLI, createKey, isRunning, printedKeys, runCli, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 forEachStore((store) => {
@@ -52,9 +52,7 @@ forEachStore((store) => {
   test('a service whose terminal goes away (closed, a dropped ssh session) stops and exits: it spun at a full core for good, caught in a fault it handled', async (t) => {
     const server = await startServerOnTerminal(t, { DATABASE_URL: await store.databaseUrl(t) })
     server.child.kill('SIGKILL') // script, which holds the terminal: the service gets SIGHUP, and its output fails
-    const deadline = Date.now() + 10_000
-    while (isRunning(server.pid) && Date.now() < deadline) await sleep(50)
-    assert.equal(isRunning(server.pid), false, `still running ${10_000} ms after its terminal went`)
+    await waitFor(() => !isRunning(server.pid), () => 'the service, still running after its terminal went', { withinMs: 10_000, everyMs: 50 })
   })
 
   for (const format of ['json', 'pretty']) {
@@ -454,14 +452,6 @@ test('the console: on a terminal, lines a person reads and one per request; else
   assert.deepEqual({ ...line[0], time: 0, pid: 0, hostname: '', reqId: '', ms: 0 }, { level: 30, time: 0, pid: 0, hostname: '', reqId: '', method: 'GET', url: '/healthz', statusCode: 200, ms: 0, msg: 'request completed' })
   assert.equal(typeof line[0].ms, 'number')
 })
-
-async function waitFor (condition: () => boolean, describe: () => string): Promise<void> {
-  const deadline = Date.now() + 5000
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not seen within 5 s:\n${describe()}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer announces in its last 7 days', async (t) => {
   const env = { DATABASE_URL: `sqlite:${tempDir(t)}/petstore.db`, API_KEY_DEFAULT_TTL: '2d' }

@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { createCuttableProxy } from '../cuttable-proxy.js'
-import { defer, forEachStore, tempDir, TEST_STORES } from '../helper.js'
+import { defer, forEachStore, tempDir, TEST_STORES, waitFor } from '../helper.js'
 import { createKey, listAllPets, printedKeys, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 /** A request on a connection of its own, which the primary hands to the next worker. */
@@ -22,11 +22,7 @@ async function send (url: string, options: { method?: string, headers: Record<st
 
 /** Resolves once `count` workers have said they listen. */
 async function untilListening (server: ServerProcess, count: number): Promise<void> {
-  const deadline = Date.now() + 15_000
-  while ((server.output().match(/Server listening at/g) ?? []).length < count) {
-    if (Date.now() > deadline) throw new Error(`fewer than ${count} workers listen:\n${server.output()}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  await waitFor(() => (server.output().match(/Server listening at/g) ?? []).length >= count, () => `${count} workers listening in:\n${server.output()}`, { withinMs: 15_000, everyMs: 50 })
 }
 
 /** The processes that answered requests, from the request log lines. */
@@ -286,8 +282,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const [victim] = workerPids(server)
     process.kill(victim!, 'SIGKILL')
     // Its replacement fails to start meanwhile (it reads settings from the store): the other worker answers.
-    const deadline = Date.now() + 15_000
-    while (!server.output().includes('a worker failed to start') && server.child.exitCode === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    await waitFor(() => server.output().includes('a worker failed to start') || server.child.exitCode !== null, server.output, { withinMs: 15_000, everyMs: 50 })
     assert.equal(server.child.exitCode, null, `the service is up:\n${server.output()}`)
     assert.equal((await send(`${server.url}/v1/pets`, { headers })).status, 503)
 

@@ -6,7 +6,7 @@ import SqliteDatabase from 'better-sqlite3'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { openStore } from '../../src/store/open-store.js'
 import { WAL_SIZE_LIMIT_BYTES } from '../../src/store/sqlite/sqlite-connection.js'
-import { build, tempDir } from '../helper.js'
+import { build, tempDir, waitFor } from '../helper.js'
 
 /** The pets in the database file itself, as a copy of it without its WAL shows. */
 function petsInDatabaseFile (path: string, copy: string): number {
@@ -31,9 +31,7 @@ for (const durability of ['default', 'strict']) {
       assert.equal(response.statusCode, 201)
     }
     // Twenty small commits are far from the 1,000 WAL pages at which a commit would checkpoint.
-    const deadline = Date.now() + 5000
-    while (petsInDatabaseFile(path, copy) < 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-    assert.equal(petsInDatabaseFile(path, copy), 20)
+    await waitFor(() => petsInDatabaseFile(path, copy) === 20, () => `${petsInDatabaseFile(path, copy)} pets of 20 in the database file`, { everyMs: 50 })
   })
 }
 
