@@ -1,12 +1,27 @@
 import assert from 'node:assert/strict'
-import { execFile, spawn } from 'node:child_process'
+import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, constants, openSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Readable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { tempDir } from '../helper.js'
+
+/**
+ * Runs `script`, an ES module that imports the service's sources, in a Node process of its own (after
+ * `shellSetup`, commands of sh such as a ulimit, if given), killed if still running when the test ends.
+ */
+function startScript (t: TestContext, script: string, shellSetup?: string): { child: ChildProcessByStdio<null, null, Readable>, stderr: () => string } {
+  const node = [process.execPath, '--import', 'tsx', '--input-type=module', '--eval', script]
+  const [command, ...args] = shellSetup === undefined ? node : ['sh', '-c', `${shellSetup}; exec "$@"`, 'sh', ...node]
+  const child = spawn(command!, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.on('data', (chunk) => { stderr += chunk })
+  return { child, stderr: () => stderr }
+}
 
 /**
  * Runs a process that writes two lines to a log on `path` and exits at once, the first line's
@@ -21,12 +36,9 @@ async function exitWithLinesHeld (t: TestContext, path: string): Promise<{ code:
     log.write('the first line\\n')
     log.write('the second line\\n')
     process.exit(0)`
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  let stderr = ''
-  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const { child, stderr } = startScript(t, script)
   const [code] = await Promise.race([once(child, 'exit'), sleep(10_000).then(() => ['still running 10 s after its exit'])])
-  return { code: code as number | string | null, stderr }
+  return { code: code as number | string | null, stderr: stderr() }
 }
 
 test('the lines a log holds at exit are written', async (t) => {
@@ -60,14 +72,11 @@ test('a log that fails long enough to drop lines is written again once it can be
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     process.exit(0)`
-  const child = spawn('sh', ['-c', 'trap "" XFSZ; ulimit -f 4096; exec "$@"', 'sh', process.execPath, '--import', 'tsx', '--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  let stderr = ''
-  child.stderr.on('data', (chunk) => { stderr += chunk })
+  const { child, stderr } = startScript(t, script, 'trap "" XFSZ; ulimit -f 4096')
   const [code] = await once(child, 'exit')
-  assert.equal(code, 0, stderr)
-  assert.match(stderr, /^petstore: the log cannot be written \(EFBIG\)/m)
-  assert.match(stderr, /^petstore: the log is written again; \d+ lines were dropped meanwhile$/m)
+  assert.equal(code, 0, stderr())
+  assert.match(stderr(), /^petstore: the log cannot be written \(EFBIG\)/m)
+  assert.match(stderr(), /^petstore: the log is written again; \d+ lines were dropped meanwhile$/m)
   // (Not last for sure: a write in flight on Node's thread pool as the process exits may end after the exit's own.)
   assert.ok(readFileSync(path, 'utf8').includes('\nafter the room was made 3\n'), 'the last line is in the log')
 })
@@ -95,8 +104,7 @@ test('the log writes whole lines to a pipe another process writes to as well (th
     const log = logDestination(openSync(${JSON.stringify(fifo)}, constants.O_WRONLY | constants.O_NONBLOCK))
     log.once('write', () => { process.stderr.write('written\\n') })
     for (let i = 0; i < 10; i++) log.write('{"line":' + i + ',"text":"' + 'x'.repeat(980) + '"}\\n')`
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const { child } = startScript(t, script)
   await once(child.stderr, 'data')
   // Another writer's line, once there is room: sonic-boom tries again a tenth of a second later.
   received += read(4096)
