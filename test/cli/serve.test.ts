@@ -347,28 +347,37 @@ test('a SQLite store whose folder is a file names that file, from serve and the 
   }
 })
 
-test('a SQLite store file this process may not write is refused at start, naming it, from serve and the CLI alike: the service started, ready, and answered every write 503', async (t) => {
+test('a SQLite store file, or its folder, that this process may not write is refused at start, naming it, from serve and the CLI alike: the service started, ready, and answered every write 503', async (t) => {
   const dir = tempDir(t)
   const path = join(dir, 'petstore.db')
   const databaseUrl = `sqlite:${path}`
   // Migrated, with a key: a start then writes nothing, which is how the file's being read-only went unseen.
   assert.equal((await runCli(['keys', 'create', '--name', 'owner'], { DATABASE_URL: databaseUrl })).code, 0)
-  // Writable folder (SQLite makes its -wal and -shm there), a file only readable; root writes any
-  // file, so as root the commands run as nobody.
-  chmodSync(dir, 0o777)
-  chmodSync(path, 0o444)
+  // Root writes any file, so as root the commands run as nobody.
   const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
-  for (const args of [['serve'], ['keys', 'list']]) {
-    const child = spawn(process.execPath, [...CLI, ...args], { ...asOther, env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
-    // It started and served, before: killed past 10 s.
-    const timer = setTimeout(() => { child.kill('SIGKILL') }, 10_000)
-    let stderr = ''
-    child.stderr.on('data', (chunk) => { stderr += chunk })
-    const [code] = await once(child, 'exit')
-    clearTimeout(timer)
-    assert.equal(code, 2, stderr)
-    assert.equal(stderr, `petstore: Cannot open the SQLite store at ${path}: this process (uid ${asOther.uid ?? process.getuid?.()}) may not write to it (EACCES)\n`, args.join(' '))
+  const uid = asOther.uid ?? process.getuid?.()
+  const cases = [
+    // A writable folder (SQLite makes its -wal and -shm there), a file only readable.
+    { folderMode: 0o777, fileMode: 0o444, refusal: 'may not write to it (EACCES)' },
+    // A writable file in a folder only readable: SQLite said "attempt to write a readonly database".
+    { folderMode: 0o555, fileMode: 0o666, refusal: `may not write to its folder ${dir}, where SQLite makes the store's files (EACCES)` }
+  ]
+  for (const { folderMode, fileMode, refusal } of cases) {
+    chmodSync(dir, folderMode)
+    chmodSync(path, fileMode)
+    for (const args of [['serve'], ['keys', 'list']]) {
+      const child = spawn(process.execPath, [...CLI, ...args], { ...asOther, env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+      // It started and served, before: killed past 10 s.
+      const timer = setTimeout(() => { child.kill('SIGKILL') }, 10_000)
+      let stderr = ''
+      child.stderr.on('data', (chunk) => { stderr += chunk })
+      const [code] = await once(child, 'exit')
+      clearTimeout(timer)
+      assert.equal(code, 2, stderr)
+      assert.equal(stderr, `petstore: Cannot open the SQLite store at ${path}: this process (uid ${uid}) ${refusal}\n`, args.join(' '))
+    }
   }
+  chmodSync(dir, 0o755) // for its removal
 })
 
 test('a PostgreSQL store that cannot be reached is one line saying so, and exit 1 (an outage), from serve and the CLI alike: the driver\'s alone (connect ECONNREFUSED 127.0.0.1:1) named neither', async () => {

@@ -49,7 +49,7 @@ export class SqliteConnection {
   /** `queryOnly` refuses every write on this connection, for one that serves reads alone. */
   constructor (path: string, durability: Durability, { queryOnly = false } = {}) {
     makeFolder(dirname(resolve(path)))
-    if (!queryOnly && existsSync(path)) refuseReadOnly(path)
+    if (!queryOnly) refuseReadOnly(path)
     this.#sqlite = new SqliteDatabase(path)
     this.#path = path
     this.#file = statSync(path)
@@ -191,15 +191,23 @@ function makeFolder (folder: string): void {
 
 /**
  * Throws unless this process may write to the file: SQLite opens one it may not read-only, without a
- * word, and a service started on it, ready, answered every write 503.
+ * word, and a service started on it, ready, answered every write 503. Nor unless it may make files in
+ * its folder, where they are not made yet (the store, its -wal and -shm): SQLite's words were
+ * "attempt to write a readonly database", naming no folder.
  */
 function refuseReadOnly (path: string): void {
-  try {
-    accessSync(path, constants.W_OK)
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    throw Object.assign(new Error(`this process (uid ${process.getuid?.() ?? 'unknown'}) may not write to it (${code})`, { cause: error }), { code })
+  const uid = process.getuid?.() ?? 'unknown'
+  const folder = dirname(resolve(path))
+  const tryWriting = (file: string, what: string) => {
+    try {
+      accessSync(file, constants.W_OK)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      throw Object.assign(new Error(`this process (uid ${uid}) may not write to ${what} (${code})`, { cause: error }), { code })
+    }
   }
+  if (existsSync(path)) tryWriting(path, 'it')
+  if ([path, `${path}-wal`, `${path}-shm`].some((file) => !existsSync(file))) tryWriting(folder, `its folder ${folder}, where SQLite makes the store's files`)
 }
 
 /** The nearest of `folder` and the folders above it that exists, when it is not a folder. */
