@@ -1,6 +1,6 @@
 import { Migrator, sql, type Migration } from 'kysely'
 import { ConfigError } from '../config.js'
-import { isRefusedSetting } from '../store/store-errors.js'
+import { isRefusedSetting, isStoreUnavailable } from '../store/store-errors.js'
 import type { Db } from './database.js'
 import { isPostgres } from './dialect.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
@@ -69,6 +69,8 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
         'or restored in part; restore a copy of it made by this build or an earlier one', { cause: error })
     }
   }
+  // Every command looks at the schema first: `pets import` on a store another process held locked said "Migration failed".
+  if (isStoreUnavailable(error)) throw new Error(`The store cannot be used now (${message}): nothing was done; try again`, { cause: error })
   throw new Error(`Migration failed: ${message}`, { cause: error })
 }
 

@@ -340,6 +340,24 @@ test('--errors naming a file of the SQLite store, or its write-ahead log, is ref
   assert.deepEqual(opened.prepare('select name from pets').all(), [{ name: 'Rex' }])
 })
 
+test('an import while another process holds the SQLite store\'s write lock is one line that says the store cannot be used now, exit 1, storing nothing', async (t) => {
+  const dir = tempDir(t)
+  const store = join(dir, 'petstore.db')
+  const env = { DATABASE_URL: `sqlite:${store}` }
+  const pets = join(dir, 'pets.json')
+  writeFileSync(pets, '[{"name":"Rex","categoryId":1}]')
+  assert.equal((await runCli(['migrate'], env)).code, 0)
+  const holder = new SqliteDatabase(store)
+  t.after(() => holder.close())
+  holder.exec('begin exclusive')
+  const result = await runCli(['pets', 'import', pets], env)
+  assert.equal(result.code, 1, result.stderr)
+  // It said "Migration failed: database is locked": every command looks at the schema first.
+  assert.equal(result.stderr, 'petstore: The store cannot be used now (database is locked): nothing was done; try again\n')
+  holder.exec('rollback')
+  assert.deepEqual(holder.prepare('select count(*) as pets from pets').get(), { pets: 0 })
+})
+
 test('a JSON file that starts with a UTF-8 byte order mark is read as without it', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
