@@ -70,7 +70,7 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
     }
   }
   // Every command looks at the schema first: `pets import` on a store another process held locked said "Migration failed".
-  if (isStoreUnavailable(error)) throw new Error(`The store cannot be used now (${message}): nothing was done; try again`, { cause: error })
+  if (isStoreUnavailable(error)) throw new Error(`The store's schema could not be checked, as every command does first (${message}): nothing was changed`, { cause: error })
   throw new Error(`Migration failed: ${message}`, { cause: error })
 }
 

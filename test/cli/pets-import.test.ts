@@ -340,7 +340,7 @@ test('--errors naming a file of the SQLite store, or its write-ahead log, is ref
   assert.deepEqual(opened.prepare('select name from pets').all(), [{ name: 'Rex' }])
 })
 
-test('an import while another process holds the SQLite store\'s write lock is one line that says the store cannot be used now, exit 1, storing nothing', async (t) => {
+test('an import while another process holds the SQLite store\'s write lock is one line that says the store could not be used, exit 1, storing nothing', async (t) => {
   const dir = tempDir(t)
   const store = join(dir, 'petstore.db')
   const env = { DATABASE_URL: `sqlite:${store}` }
@@ -353,7 +353,7 @@ test('an import while another process holds the SQLite store\'s write lock is on
   const result = await runCli(['pets', 'import', pets], env)
   assert.equal(result.code, 1, result.stderr)
   // It said "Migration failed: database is locked": every command looks at the schema first.
-  assert.equal(result.stderr, 'petstore: The store cannot be used now (database is locked): nothing was done; try again\n')
+  assert.equal(result.stderr, 'petstore: The store\'s schema could not be checked, as every command does first (database is locked): nothing was changed\n')
   holder.exec('rollback')
   assert.deepEqual(holder.prepare('select count(*) as pets from pets').get(), { pets: 0 })
 })
