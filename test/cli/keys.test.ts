@@ -90,45 +90,8 @@ forEachStore((store) => {
     assert.equal(replacement.hint, `ps_…${newKey.slice(-4)}`)
   })
 
-  test('keys create and rotate refuse unknown scopes, malformed lifetimes and past dates with exit 2', async (t) => {
+  test('keys rotate refuses an unknown key and a revoked one with exit 1', async (t) => {
     const env = { DATABASE_URL: await store.databaseUrl(t) }
-    const cases: Array<[string[], RegExp]> = [
-      [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, categories:read, categories:write, orders:read, orders:write, events:read, webhooks:read, webhooks:write, \*, \*:read/],
-      [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer from 1 to 999999 and one unit of s, m, h or d/],
-      // Of the form, but too long: the message said only what the form is.
-      [['keys', 'create', '--name', 'x', '--expires-in', '1000000d'], /a duration is an integer from 1 to 999999 and one unit/],
-      [['keys', 'create', '--name', 'x', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at 2020-01-01T00:00:00.000Z is already past/],
-      [['keys', 'create', '--name', 'x', '--expires-at', 'tomorrow'], /RFC 3339/],
-      [['keys', 'create', '--name', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'], /not both/],
-      [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/],
-      [['keys', 'rotate', '1', '--overlap', '30s'], /an overlap is at least 1m/],
-      [['keys', 'create', '--name', 'x', '--expires-at', '2099-02-30T00:00:00Z'], /RFC 3339/],
-      [['keys', 'create', '--name', 'x', '--expires-at', '2099-13-01T00:00:00Z'], /RFC 3339/],
-      [['keys', 'create', '--name', 'x', '--expires-at', '2099-00-10T00:00:00Z'], /RFC 3339/],
-      [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-32T00:00:00Z'], /RFC 3339/],
-      // An offset past 23:59 was "Invalid time value", exit 1.
-      [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-01T00:00:00+25:00'], /RFC 3339/],
-      [['keys', 'rotate', '1', '--expires-at', '2099-01-01T00:00:00+23:60'], /RFC 3339/],
-      [['keys', 'rotate', '9223372036854775808'], /an API key id is an integer from 1 to 9223372036854775807/],
-      [['keys', 'rotate', '0'], /an API key id is an integer from 1/],
-      [['keys', 'revoke', '000'], /an API key id is an integer from 1/],
-      // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
-      [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters of UTF-8, without control or direction characters/],
-      [['keys', 'create', '--name', 'x'.repeat(101)], /a key name is 1 to 100 characters/],
-      [['keys', 'create', '--name', 'billing\nservice'], /without control or direction characters/],
-      [['keys', 'create', '--name', 'red \u001b[31mkey'], /without control or direction characters/],
-      // A direction override shows the rest of the row reversed; U+FFFD stands for bytes that were not UTF-8.
-      [['keys', 'create', '--name', 'admin \u202eyek'], /without control or direction characters/],
-      [['keys', 'create', '--name', 'admin \u200f1'], /without control or direction characters/],
-      [['keys', 'create', '--name', 'caf\ufffd'], /characters of UTF-8/]
-    ]
-    for (const [args, message] of cases) {
-      const result = await runCli(args, env)
-      assert.equal(result.code, 2, args.join(' '))
-      assert.match(result.stderr, message, args.join(' '))
-      // What was typed is quoted back, its escape sequences shown rather than run by the terminal.
-      assert.ok(!result.stderr.includes('\u001b'), args.join(' '))
-    }
     const missing = await runCli(['keys', 'rotate', '9'], env)
     assert.equal(missing.code, 1)
     assert.match(missing.stderr, /no API key with id 9/)
@@ -173,6 +136,48 @@ forEachStore((store) => {
       assert.match(result.stderr, new RegExp(name))
     }
   })
+})
+
+// Options are checked as the command line is read, before the store is opened: once, on any store.
+test('keys create and rotate refuse unknown scopes, malformed lifetimes and past dates with exit 2', async (t) => {
+  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
+  const cases: Array<[string[], RegExp]> = [
+    [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, categories:read, categories:write, orders:read, orders:write, events:read, webhooks:read, webhooks:write, \*, \*:read/],
+    [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer from 1 to 999999 and one unit of s, m, h or d/],
+    // Of the form, but too long: the message said only what the form is.
+    [['keys', 'create', '--name', 'x', '--expires-in', '1000000d'], /a duration is an integer from 1 to 999999 and one unit/],
+    [['keys', 'create', '--name', 'x', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at 2020-01-01T00:00:00.000Z is already past/],
+    [['keys', 'create', '--name', 'x', '--expires-at', 'tomorrow'], /RFC 3339/],
+    [['keys', 'create', '--name', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'], /not both/],
+    [['keys', 'rotate', '1', '--overlap', '-1h'], /a duration is an integer/],
+    [['keys', 'rotate', '1', '--overlap', '30s'], /an overlap is at least 1m/],
+    [['keys', 'create', '--name', 'x', '--expires-at', '2099-02-30T00:00:00Z'], /RFC 3339/],
+    [['keys', 'create', '--name', 'x', '--expires-at', '2099-13-01T00:00:00Z'], /RFC 3339/],
+    [['keys', 'create', '--name', 'x', '--expires-at', '2099-00-10T00:00:00Z'], /RFC 3339/],
+    [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-32T00:00:00Z'], /RFC 3339/],
+    // An offset past 23:59 was "Invalid time value", exit 1.
+    [['keys', 'create', '--name', 'x', '--expires-at', '2099-01-01T00:00:00+25:00'], /RFC 3339/],
+    [['keys', 'rotate', '1', '--expires-at', '2099-01-01T00:00:00+23:60'], /RFC 3339/],
+    [['keys', 'rotate', '9223372036854775808'], /an API key id is an integer from 1 to 9223372036854775807/],
+    [['keys', 'rotate', '0'], /an API key id is an integer from 1/],
+    [['keys', 'revoke', '000'], /an API key id is an integer from 1/],
+    // A name is printed by keys list: a line break or a terminal escape in it would forge the table.
+    [['keys', 'create', '--name', ' '], /a key name is 1 to 100 characters of UTF-8, without control or direction characters/],
+    [['keys', 'create', '--name', 'x'.repeat(101)], /a key name is 1 to 100 characters/],
+    [['keys', 'create', '--name', 'billing\nservice'], /without control or direction characters/],
+    [['keys', 'create', '--name', 'red \u001b[31mkey'], /without control or direction characters/],
+    // A direction override shows the rest of the row reversed; U+FFFD stands for bytes that were not UTF-8.
+    [['keys', 'create', '--name', 'admin \u202eyek'], /without control or direction characters/],
+    [['keys', 'create', '--name', 'admin \u200f1'], /without control or direction characters/],
+    [['keys', 'create', '--name', 'caf\ufffd'], /characters of UTF-8/]
+  ]
+  for (const [args, message] of cases) {
+    const result = await runCli(args, env)
+    assert.equal(result.code, 2, args.join(' '))
+    assert.match(result.stderr, message, args.join(' '))
+    // What was typed is quoted back, its escape sequences shown rather than run by the terminal.
+    assert.ok(!result.stderr.includes('\u001b'), args.join(' '))
+  }
 })
 
 test('a key that cannot be printed (stdout on a full disk) is a failure said on stderr, not exit 0 with nothing printed', async (t) => {
