@@ -1,6 +1,6 @@
 import { Migrator, sql, type Migration } from 'kysely'
 import { ConfigError } from '../config.js'
-import { isRefusedSetting, isStoreUnavailable } from '../store/store-errors.js'
+import { isRefusedPostgresSetting, isStoreUnavailable } from '../store/store-errors.js'
 import type { Db } from './database.js'
 import { isPostgres } from './dialect.js'
 import * as createPetsAndApiKeys from './migrations/001-create-pets-and-api-keys.js'
@@ -69,8 +69,11 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
         'or restored in part; restore a copy of it made by this build or an earlier one', { cause: error })
     }
   }
-  // Every command looks at the schema first: `pets import` on a store another process held locked said "Migration failed".
-  if (isStoreUnavailable(error)) throw new Error(`The store's schema could not be checked, as every command does first (${message}): nothing was changed`, { cause: error })
+  // A privilege the role lacks (CREATE on the schema) is a setting to change, as at connect time.
+  if (isRefusedPostgresSetting(error)) throw new ConfigError(`Migration failed: ${message}`, { cause: error })
+  // Every command brings the store up to date first, often with nothing to apply: a store that cannot
+  // be used then is an outage, not a migration gone wrong. Both dialects apply them in one transaction.
+  if (isStoreUnavailable(error)) throw new Error(`The store could not be brought up to date, as every command does first (${message}): nothing was changed`, { cause: error })
   throw new Error(`Migration failed: ${message}`, { cause: error })
 }
 
@@ -84,7 +87,7 @@ async function refuseOtherEncodings (db: Db): Promise<void> {
   // The first statement: the driver's words alone (connect ECONNREFUSED, role "app" does not exist) named neither the store nor the setting.
   // A server that refuses the setting (its user, password or database) stops the start as an invalid value does (exit 2).
   const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db).catch((error: unknown) => {
-    throw new (isRefusedSetting(error) ? ConfigError : Error)(`Cannot use the PostgreSQL store that DATABASE_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new (isRefusedPostgresSetting(error) ? ConfigError : Error)(`Cannot use the PostgreSQL store that DATABASE_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   })
   const encoding = rows[0]!.encoding
   if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return

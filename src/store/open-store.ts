@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, type Config } from '../config.js'
 import type { Deadlines } from './postgres/deadline-pool.js'
 import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
-import { isRefusedSetting } from './store-errors.js'
+import { isUnusableSqlitePath } from './store-errors.js'
 import type { Durability, Store, StoreLog } from './store.js'
 
 const SQLITE_PREFIX = 'sqlite:'
@@ -59,7 +59,7 @@ export function openStore (databaseUrl: string, options: StoreOptions = {}): Sto
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
       // A path that cannot be the store is a setting to change (exit 2), as an invalid value is.
-      throw new (isRefusedSetting(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
     }
   }
   return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })

@@ -41,20 +41,29 @@ export function isStoreUnavailable (error: unknown): boolean {
   return SQLITE_UNAVAILABLE.test(code) || NETWORK_ERRORS.has(code) || POSTGRES_UNAVAILABLE.test(code)
 }
 
-// What DATABASE_URL names cannot be the store, whatever the time: a SQLite path that is no database, or
-// that this process may not open or write (or make its folder), a file where a folder goes; a
-// PostgreSQL server that refuses the user, its password or the database (28P01, 28000, 3D000, 42501).
+// What DATABASE_URL names cannot be the store, whatever the time. SQLite: a path that is no database,
+// that this process may not open or write (or make its folder), a file where a folder goes.
 const SQLITE_UNUSABLE_PATH = new Set(['SQLITE_NOTADB', 'SQLITE_CANTOPEN', 'EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'EISDIR'])
+// PostgreSQL: a server that refuses the user, its password or the database, or a privilege (28P01,
+// 28000, 3D000, 42501). Not the socket's errors: a server stopped leaves no socket file (ENOENT).
 const POSTGRES_REFUSED_SETTING = new Set(['28P01', '28000', '3D000', '42501'])
 
 /**
- * True for an error of opening the store that a setting caused (see above): DATABASE_URL must be
- * changed, or the store or its server set up for it. A store down, busy, full or damaged is not one.
+ * True for an error of opening a SQLite store that its path caused (see above): DATABASE_URL must be
+ * changed, or the file or its folder set up for it. A store busy, full or damaged is not one.
  */
-export function isRefusedSetting (error: unknown): boolean {
+export function isUnusableSqlitePath (error: unknown): boolean {
+  const { code } = fieldsOf(error)
+  return code !== undefined && SQLITE_UNUSABLE_PATH.has(code)
+}
+
+/**
+ * True for an error of a PostgreSQL server that refuses what DATABASE_URL names, or the privileges
+ * the service needs (see above): a setting to change. A server down, unreachable or full is not one.
+ */
+export function isRefusedPostgresSetting (error: unknown): boolean {
   const { code, message } = fieldsOf(error)
-  if (code === undefined) return message === NO_PASSWORD_GIVEN_PLAINLY
-  return SQLITE_UNUSABLE_PATH.has(code) || POSTGRES_REFUSED_SETTING.has(code)
+  return code === undefined ? message === NO_PASSWORD_GIVEN_PLAINLY : POSTGRES_REFUSED_SETTING.has(code)
 }
 
 /** True when the PostgreSQL connection an error came from cannot be trusted to answer again (timed out, lost). */
@@ -66,8 +75,9 @@ export function isPostgresConnectionLost (error: unknown): boolean {
 
 /**
  * True when the PostgreSQL connection an error came from is not to be used again: lost, or a session
- * that found the database read-only (25006), which keeps the read-only default it was opened with
- * for good: such sessions served 503s long after the database could be written again.
+ * that found the database read-only (25006). One opened while the database's or the role's default
+ * was read-only (`default_transaction_read_only`) keeps that default for good: such sessions served
+ * 503s long after the database could be written again.
  */
 export function isPostgresConnectionSpent (error: unknown): boolean {
   return isPostgresConnectionLost(error) || fieldsOf(error).code === '25006'
