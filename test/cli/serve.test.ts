@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { chmodSync, closeSync, openSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, openSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
@@ -362,6 +362,7 @@ test('a SQLite store file, or its folder, that this process may not write is ref
     // A writable file in a folder only readable: SQLite said "attempt to write a readonly database".
     { folderMode: 0o555, fileMode: 0o666, refusal: `may not write to its folder ${dir}, where SQLite makes the store's files (EACCES)` }
   ]
+  defer(t, () => { chmodSync(dir, 0o755) }) // for its removal, before it
   for (const { folderMode, fileMode, refusal } of cases) {
     chmodSync(dir, folderMode)
     chmodSync(path, fileMode)
@@ -377,14 +378,28 @@ test('a SQLite store file, or its folder, that this process may not write is ref
       assert.equal(stderr, `petstore: Cannot open the SQLite store at ${path}: this process (uid ${uid}) ${refusal}\n`, args.join(' '))
     }
   }
-  chmodSync(dir, 0o755) // for its removal
+  // A link in a folder only readable, to a store in a writable one: SQLite writes beside the store.
+  chmodSync(dir, 0o777)
+  const links = tempDir(t)
+  symlinkSync(path, join(links, 'petstore.db'))
+  chmodSync(links, 0o555)
+  defer(t, () => { chmodSync(links, 0o755) })
+  const linked = spawnSync(process.execPath, [...CLI, 'keys', 'list'], { ...asOther, env: { ...process.env, DATABASE_URL: `sqlite:${join(links, 'petstore.db')}` }, encoding: 'utf8' })
+  assert.equal(linked.status, 0, linked.stderr)
 })
 
 test('a PostgreSQL store that cannot be reached is one line saying so, and exit 1 (an outage), from serve and the CLI alike: the driver\'s alone (connect ECONNREFUSED 127.0.0.1:1) named neither', async () => {
-  for (const args of [['serve'], ['keys', 'list']]) {
-    const result = await runCli(args, { DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/pets', PORT: '0', HOST: '127.0.0.1' })
-    assert.equal(result.code, 1, result.stderr)
-    assert.equal(result.stderr, 'petstore: Cannot use the PostgreSQL store that DATABASE_URL names: connect ECONNREFUSED 127.0.0.1:1\n', args.join(' '))
+  // Through TCP, and through a Unix socket, which a server stopped cleanly removes (ENOENT).
+  const unreachable = [
+    ['postgres://app:s3cret@127.0.0.1:1/pets', 'connect ECONNREFUSED 127.0.0.1:1'],
+    ['postgres://app:s3cret@localhost/pets?host=/nonexistent', 'connect ENOENT /nonexistent/.s.PGSQL.5432']
+  ]
+  for (const [url, reason] of unreachable) {
+    for (const args of [['serve'], ['keys', 'list']]) {
+      const result = await runCli(args, { DATABASE_URL: url, PORT: '0', HOST: '127.0.0.1' })
+      assert.equal(result.code, 1, result.stderr)
+      assert.equal(result.stderr, `petstore: Cannot use the PostgreSQL store that DATABASE_URL names: ${reason}\n`, args.join(' '))
+    }
   }
 })
 
@@ -395,11 +410,13 @@ if (postgresUrl !== undefined) {
     unknownRole.username = 'no_such_role'
     const unknownDatabase = new URL(postgresUrl)
     unknownDatabase.pathname = '/no_such_database'
-    for (const [url, refusal] of [[unknownRole, 'role "no_such_role" does not exist'], [unknownDatabase, 'database "no_such_database" does not exist']] as const) {
+    // A server that asks for passwords refuses an unknown role as it does a wrong password.
+    const refusals = [[unknownRole, /role "no_such_role" does not exist|password authentication failed for user "no_such_role"/], [unknownDatabase, /database "no_such_database" does not exist/]] as const
+    for (const [url, refusal] of refusals) {
       for (const args of [['serve'], ['keys', 'list']]) {
         const result = await runCli(args, { DATABASE_URL: url.toString(), PORT: '0', HOST: '127.0.0.1' })
         assert.equal(result.code, 2, result.stderr)
-        assert.equal(result.stderr, `petstore: Cannot use the PostgreSQL store that DATABASE_URL names: ${refusal}\n`, args.join(' '))
+        assert.match(result.stderr, new RegExp(`^petstore: Cannot use the PostgreSQL store that DATABASE_URL names: (${refusal.source})\n$`), args.join(' '))
       }
     }
   })

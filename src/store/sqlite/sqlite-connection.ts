@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
@@ -190,24 +190,27 @@ function makeFolder (folder: string): void {
 }
 
 /**
- * Throws unless this process may write to the file: SQLite opens one it may not read-only, without a
- * word, and a service started on it, ready, answered every write 503. Nor unless it may make files in
- * its folder, where they are not made yet (the store, its -wal and -shm): SQLite's words were
- * "attempt to write a readonly database", naming no folder.
+ * Throws unless this process may write to the file and to its -wal and -shm files where they exist:
+ * SQLite opens one it may not read-only, without a word, and a service started on it, ready, answered
+ * every write 503. Nor unless it may make files in its folder, where they are not made yet: SQLite's
+ * words were "attempt to write a readonly database", naming no folder. SQLite keeps them beside the
+ * file a link leads to.
  */
 function refuseReadOnly (path: string): void {
   const uid = process.getuid?.() ?? 'unknown'
-  const folder = dirname(resolve(path))
-  const tryWriting = (file: string, what: string) => {
+  const file = existsSync(path) ? realpathSync(path) : resolve(path)
+  const folder = dirname(file)
+  const tryWriting = (target: string, what: string) => {
     try {
-      accessSync(file, constants.W_OK)
+      accessSync(target, constants.W_OK)
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       throw Object.assign(new Error(`this process (uid ${uid}) may not write to ${what} (${code})`, { cause: error }), { code })
     }
   }
-  if (existsSync(path)) tryWriting(path, 'it')
-  if ([path, `${path}-wal`, `${path}-shm`].some((file) => !existsSync(file))) tryWriting(folder, `its folder ${folder}, where SQLite makes the store's files`)
+  const files = [file, `${file}-wal`, `${file}-shm`]
+  for (const [i, existing] of files.entries()) if (existsSync(existing)) tryWriting(existing, i === 0 ? 'it' : existing)
+  if (files.some((missing) => !existsSync(missing))) tryWriting(folder, `its folder ${folder}, where SQLite makes the store's files`)
 }
 
 /** The nearest of `folder` and the folders above it that exists, when it is not a folder. */
