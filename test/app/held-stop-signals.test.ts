@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
+import { execFile } from 'node:child_process'
 import { test } from 'node:test'
+import { promisify } from 'node:util'
 import { onStopSignals } from '../../src/held-stop-signals.js'
+import { waitFor } from '../helper.js'
 
 /** Blocks the event loop, as the first signal's synchronous work does on a loaded machine. */
 function block (ms: number): void {
@@ -11,15 +12,15 @@ function block (ms: number): void {
 
 /** Sends SIGTERM to this process from another one, which the kernel delivers while this one may be busy. */
 async function killFromOutside (): Promise<void> {
-  const kill = spawn('kill', ['-TERM', String(process.pid)])
-  await once(kill, 'exit')
+  await promisify(execFile)('kill', ['-TERM', String(process.pid)])
 }
 
 test('a copy of the first stop signal that comes while the first is handled is not a second signal, however long its handling takes', async (t) => {
   const handled: string[] = []
+  let copySent: Promise<void> | undefined
   const stopListening = onStopSignals(() => {
     handled.push('first')
-    void killFromOutside()
+    copySent = killFromOutside()
     block(300) // the copy comes 1 to 10 ms in, and is handled only after this
   }, () => handled.push('second'))
   t.after(stopListening)
@@ -29,7 +30,9 @@ test('a copy of the first stop signal that comes while the first is handled is n
   t.after(() => process.off('SIGTERM', count))
 
   process.kill(process.pid, 'SIGTERM')
-  while (delivered < 2) await new Promise((resolve) => setImmediate(resolve))
+  await waitFor(() => copySent !== undefined, () => 'the first signal handled')
+  await copySent
+  await waitFor(() => delivered === 2, () => `${delivered} of the 2 signals delivered`)
   assert.deepEqual(handled, ['first'])
 })
 
@@ -39,9 +42,9 @@ test('a stop signal that comes after the copies\' window is a second signal', as
   t.after(stopListening)
 
   await killFromOutside()
-  while (handled.length === 0) await new Promise((resolve) => setImmediate(resolve))
+  await waitFor(() => handled.length === 1, () => `handled: ${handled.join(', ')}`)
   await new Promise((resolve) => setTimeout(resolve, 150))
   await killFromOutside()
-  while (handled.length === 1) await new Promise((resolve) => setImmediate(resolve))
+  await waitFor(() => handled.length === 2, () => `handled: ${handled.join(', ')}`)
   assert.deepEqual(handled, ['first', 'second'])
 })

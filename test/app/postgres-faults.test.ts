@@ -220,7 +220,7 @@ if (process.env.TEST_DATABASE_URL) {
     }
   })
 
-  test('a database turned read-only (a failover to a standby) or a privilege revoked turns creates into 503s, not 500s; a session opened read-only fails one write at most once it is writable', { timeout: 30_000 }, async (t) => {
+  test('a database turned read-only (a failover to a standby) or a privilege revoked turns creates into 503s, not 500s; once it is writable the sessions opened read-only are replaced as they fail, and creates succeed again within a few rounds', { timeout: 30_000 }, async (t) => {
     const postgres = await startPostgres(t)
     const admin = new pg.Client(postgres.url)
     await admin.connect()

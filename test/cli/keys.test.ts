@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, openSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { createKey, createTestStore, forEachStore, tempDir } from '../helper.js'
@@ -138,9 +138,10 @@ forEachStore((store) => {
   })
 })
 
-// Options are checked as the command line is read, before the store is opened: once, on any store.
-test('keys create and rotate refuse unknown scopes, malformed lifetimes and past dates with exit 2', async (t) => {
-  const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
+// Options are checked as the command line is read, before the store is opened: once, not once per store.
+test('keys create and rotate refuse unknown scopes, malformed lifetimes and past dates with exit 2, before the store is opened', async (t) => {
+  const path = join(tempDir(t), 'petstore.db')
+  const env = { DATABASE_URL: `sqlite:${path}` }
   const cases: Array<[string[], RegExp]> = [
     [['keys', 'create', '--name', 'x', '--scope', 'pets:delete'], /unknown scope "pets:delete": the scopes are pets:read, pets:write, categories:read, categories:write, orders:read, orders:write, events:read, webhooks:read, webhooks:write, \*, \*:read/],
     [['keys', 'create', '--name', 'x', '--expires-in', '90 days'], /a duration is an integer from 1 to 999999 and one unit of s, m, h or d/],
@@ -178,6 +179,7 @@ test('keys create and rotate refuse unknown scopes, malformed lifetimes and past
     // What was typed is quoted back, its escape sequences shown rather than run by the terminal.
     assert.ok(!result.stderr.includes('\u001b'), args.join(' '))
   }
+  assert.equal(existsSync(path), false, 'no store was made')
 })
 
 test('a key that cannot be printed (stdout on a full disk) is a failure said on stderr, not exit 0 with nothing printed', async (t) => {
