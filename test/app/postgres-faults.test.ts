@@ -220,6 +220,22 @@ if (process.env.TEST_DATABASE_URL) {
     }
   })
 
+  test('a role without the privilege the migrations need (CREATE on the schema, not granted by default since PostgreSQL 15) stops the start as a setting does: exit 2, in the server\'s words', { timeout: 30_000 }, async (t) => {
+    const postgres = await startPostgres(t)
+    const admin = new pg.Client(postgres.url)
+    await admin.connect()
+    defer(t, () => admin.end())
+    await admin.query('create role shop login')
+    await admin.query('create database shop')
+    const url = new URL(postgres.url)
+    Object.assign(url, { username: 'shop', pathname: '/shop' })
+    for (const args of [['serve'], ['keys', 'list']]) {
+      const result = await runCli(args, { DATABASE_URL: url.toString(), PORT: '0', HOST: '127.0.0.1' })
+      assert.equal(result.code, 2, result.stderr)
+      assert.equal(result.stderr, 'petstore: Migration failed: permission denied for schema public\n', args.join(' '))
+    }
+  })
+
   test('a database turned read-only (a failover to a standby) or a privilege revoked turns creates into 503s, not 500s; once it is writable the sessions opened read-only are replaced as they fail, and creates succeed again within a few rounds', { timeout: 30_000 }, async (t) => {
     const postgres = await startPostgres(t)
     const admin = new pg.Client(postgres.url)
