@@ -170,10 +170,22 @@ export function checkAnswers (t: TestContext, app: FastifyInstance): void {
   checkContract(t, app, (check) => { defer(t, check) })
 }
 
-/** A clock that stands still until the test moves it. */
-export function manualClock (start = Date.parse('2026-11-23T12:00:00Z')): Clock & { advance: (ms: number) => void } {
+/**
+ * A clock that stands still until the test moves it: `advance` lets time pass, `step` moves the time
+ * of day alone, as NTP or a resumed VM does.
+ */
+export function manualClock (start = Date.parse('2026-11-23T12:00:00Z')): Clock & { advance: (ms: number) => void, step: (ms: number) => void } {
   let now = start
-  return { now: () => now, advance: (ms) => { now += ms } }
+  let elapsed = 1000 // as a process's performance.now(), never 0: lru-cache takes an entry's start of 0 for none, which never expires
+  return {
+    now: () => now,
+    elapsed: () => elapsed,
+    advance: (ms) => {
+      now += ms
+      elapsed += ms
+    },
+    step: (ms) => { now += ms }
+  }
 }
 
 /** The typed client (`petstore/client`) on the test's app, listening on a free loopback port. */

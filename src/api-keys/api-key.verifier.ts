@@ -50,8 +50,8 @@ export class ApiKeyVerifier {
   constructor (db: Db, clock: Clock, options: ApiKeyVerifierOptions = DEFAULT_VERIFIER_OPTIONS) {
     this.#db = db
     this.#clock = clock
-    // The cache's ages are read off the service's clock, so tests can expire entries without waiting.
-    this.#cache = new LRUCache({ max: options.cacheMax, ttl: options.cacheTtlMs, ttlResolution: 0, perf: clock })
+    // The cache's ages are read off the service's clock (time elapsed, not of day), so tests can expire entries without waiting.
+    this.#cache = new LRUCache({ max: options.cacheMax, ttl: options.cacheTtlMs, ttlResolution: 0, perf: { now: clock.elapsed } })
     this.#flushTimer = setInterval(() => { this.flushUsage().catch(() => {}) }, options.usageFlushMs).unref()
   }
 

@@ -17,18 +17,18 @@ export function createProgress (total: number, label: string, stream: NodeJS.Wri
     bar.start(total, 0)
     return { update: (done) => bar.update(done), stop: () => bar.stop() }
   }
-  let printedAt = 0
+  let printedAt = -Infinity // the first update prints
   let printed = -1
   let latest = 0
   const print = () => {
-    printedAt = Date.now()
+    printedAt = performance.now()
     printed = latest
     stream.write(`${label}: ${latest}/${total} rows (${total === 0 ? 100 : Math.floor(latest * 100 / total)}%)\n`)
   }
   return {
     update (done) {
       latest = done
-      if (Date.now() - printedAt >= intervalMs) print()
+      if (performance.now() - printedAt >= intervalMs) print()
     },
     // The last line always shows where it ended.
     stop: () => { if (printed !== latest) print() }

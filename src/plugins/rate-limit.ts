@@ -45,7 +45,7 @@ type Counter = (kind: string, keyOf: KeyOf) => (request: FastifyRequest) => Verd
 
 interface Window {
   count: number
-  /** When the window ends, in the clock's milliseconds. */
+  /** When the window ends, in the clock's elapsed milliseconds (see Clock). */
   endsAt: number
 }
 
@@ -103,7 +103,7 @@ function countInMemory (perMinute: number, maxCounters: number, clock: Clock): C
     const windows = new Map<bigint | string, Window>()
     return (request) => {
       const key = keyOf(request)
-      const now = clock.now()
+      const now = clock.elapsed()
       let window = windows.get(key)
       if (window === undefined || window.endsAt <= now) {
         window = { count: 0, endsAt: now + WINDOW_MS }
@@ -162,7 +162,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   return (kind, keyOf) => {
     const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: (request) => `${kind}:${keyOf(request)}` })
     return async (request) => {
-      if (clock.now() < coolingUntil) return undefined
+      if (clock.elapsed() < coolingUntil) return undefined
       try {
         // Not `isAllowed`: that is for allow lists, which are not used.
         const { remaining, ttlInSeconds, isExceeded } = await check(request) as { remaining: number, ttlInSeconds: number, isExceeded: boolean }
@@ -170,7 +170,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
         failing = false
         return { remaining, resetSeconds: ttlInSeconds, exceeded: isExceeded }
       } catch (error) {
-        coolingUntil = clock.now() + REDIS_COOL_DOWN_MS
+        coolingUntil = clock.elapsed() + REDIS_COOL_DOWN_MS
         if (!failing) app.log.warn({ err: redis.status === 'ready' ? error : connectionError ?? error }, `rate-limit store (Redis) failed: requests are not limited for the next ${REDIS_COOL_DOWN_MS / 1000} s, then Redis is tried again`)
         failing = true
         return undefined

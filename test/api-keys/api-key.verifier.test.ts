@@ -61,6 +61,21 @@ forEachStore((store) => {
     assert.equal(await verifier.verify(key), undefined)
   })
 
+  test('a step back of the time of day (NTP, a VM resumed) does not keep a revoked key cached: its age is time elapsed', async (t) => {
+    const { db } = await createTestStore(t, store)
+    const clock = manualClock()
+    const { id, key } = await createKey(db)
+    const verifier = new ApiKeyVerifier(db, clock, { cacheTtlMs: 2000, cacheMax: 10, usageFlushMs: 60_000 })
+    defer(t, () => verifier.close())
+    assert.equal(idOf(await verifier.verify(key)), id)
+    assert.equal(await revokeApiKey(db, id), 'revoked')
+    clock.step(-3_600_000)
+    clock.advance(2001)
+    // It was kept for the hour of the step, and two seconds more.
+    assert.equal(verifier.verifyCached(key), undefined, 'expired from the cache')
+    assert.equal(await verifier.verify(key), undefined, 'refused')
+  })
+
   test('last-used times that could not be written are written by the next flush', async (t) => {
     const { db: storeDb } = await createTestStore(t, store)
     let failing = false

@@ -80,6 +80,23 @@ forEachStore((store) => {
     assert.equal(admitted.headers.ratelimit, '"default";r=1;t=60')
   })
 
+  test('a step of the time of day (NTP, a VM resumed), back or forward, neither freezes a window nor ends it: windows are time elapsed', async (t) => {
+    const clock = manualClock()
+    const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, clock })
+    const answer = async () => await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.deepEqual([(await answer()).statusCode, (await answer()).statusCode], [200, 200])
+    // A step back of an hour kept the key at 429 for the hour (Retry-After: 3659); a step forward
+    // and back again made the next window end a day later.
+    for (const step of [-3_600_000, 25 * 3_600_000, -25 * 3_600_000]) {
+      clock.step(step)
+      const limited = await answer()
+      assert.equal(limited.statusCode, 429)
+      assert.equal(limited.headers['retry-after'], '60')
+    }
+    clock.advance(60_000)
+    assert.equal((await answer()).statusCode, 200)
+  })
+
   test('RATE_LIMIT_PER_MINUTE=0 turns limiting off', async (t) => {
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '0' } })
     for (let i = 0; i < 5; i++) {
