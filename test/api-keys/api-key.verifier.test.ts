@@ -46,7 +46,7 @@ forEachStore((store) => {
     assert.equal(lookups.count, 3)
   })
 
-  test('a revoked key is refused once its cache entry expires, and not before', async (t) => {
+  test('a revoked key is refused once its cache entry expires, and not before: 2 s elapsed, whatever step the time of day takes (NTP, a VM resumed)', async (t) => {
     const { db } = await createTestStore(t, store)
     const clock = manualClock()
     const { id, key } = await createKey(db)
@@ -54,26 +54,13 @@ forEachStore((store) => {
     defer(t, () => verifier.close())
     assert.equal(idOf(await verifier.verify(key)), id)
     assert.equal(await revokeApiKey(db, id), 'revoked')
+    // A step back of an hour kept it cached for the hour.
+    clock.step(-3_600_000)
     clock.advance(1999)
     assert.equal(idOf(verifier.verifyCached(key)), id, 'still cached')
     clock.advance(2)
     assert.equal(verifier.verifyCached(key), undefined, 'expired from the cache')
     assert.equal(await verifier.verify(key), undefined)
-  })
-
-  test('a step back of the time of day (NTP, a VM resumed) does not keep a revoked key cached: its age is time elapsed', async (t) => {
-    const { db } = await createTestStore(t, store)
-    const clock = manualClock()
-    const { id, key } = await createKey(db)
-    const verifier = new ApiKeyVerifier(db, clock, { cacheTtlMs: 2000, cacheMax: 10, usageFlushMs: 60_000 })
-    defer(t, () => verifier.close())
-    assert.equal(idOf(await verifier.verify(key)), id)
-    assert.equal(await revokeApiKey(db, id), 'revoked')
-    clock.step(-3_600_000)
-    clock.advance(2001)
-    // It was kept for the hour of the step, and two seconds more.
-    assert.equal(verifier.verifyCached(key), undefined, 'expired from the cache')
-    assert.equal(await verifier.verify(key), undefined, 'refused')
   })
 
   test('last-used times that could not be written are written by the next flush', async (t) => {
