@@ -17,7 +17,7 @@ export interface HeldStopSignals {
   release: () => NodeJS.Signals | undefined
 }
 
-/** Copies of one signal, sent to the process and to its group (`timeout(1)` sends both), come this close. */
+/** Copies of one signal, sent to the process and to its group (`timeout(1)` sends both), come this close after the first is handled. */
 const COPIES_MS = 100
 
 /**
@@ -25,7 +25,7 @@ const COPIES_MS = 100
  * building the app), before its shutdown can run: Node's default would end the process at once, with
  * no line in the log and code 143. Start-up is bounded by the store's deadlines, so the stop waits for
  * it, and `onHeld` says so; a second signal calls `onSecond`, as one does while the service stops (copies
- * of the first, within COPIES_MS, are the same signal).
+ * of the first are the same signal: see onStopSignals).
  */
 export function holdStopSignals (onHeld: (signal: NodeJS.Signals) => void, onSecond: (signal: NodeJS.Signals) => void): HeldStopSignals {
   let held: NodeJS.Signals | undefined

@@ -208,9 +208,10 @@ function refuseReadOnly (path: string): void {
       throw Object.assign(new Error(`this process (uid ${uid}) may not write to ${what} (${code})`, { cause: error }), { code })
     }
   }
-  const files = [file, `${file}-wal`, `${file}-shm`]
-  for (const [i, existing] of files.entries()) if (existsSync(existing)) tryWriting(existing, i === 0 ? 'it' : existing)
-  if (files.some((missing) => !existsSync(missing))) tryWriting(folder, `its folder ${folder}, where SQLite makes the store's files`)
+  const named = [[file, 'it'], [`${file}-wal`, `${file}-wal`], [`${file}-shm`, `${file}-shm`]] as const
+  const existing = named.filter(([target]) => existsSync(target))
+  for (const [target, what] of existing) tryWriting(target, what)
+  if (existing.length < named.length) tryWriting(folder, `its folder ${folder}, where SQLite makes the store's files`)
 }
 
 /** The nearest of `folder` and the folders above it that exists, when it is not a folder. */
