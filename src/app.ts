@@ -6,7 +6,6 @@ import { Type } from 'typebox'
 import { ApiKeyVerifier, type ApiKeyVerifierOptions } from './api-keys/api-key.verifier.js'
 import { apiSerializerCompiler } from './api-serializer.js'
 import { apiValidatorCompiler } from './api-validator.js'
-import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import { findSetting } from './db/settings.repository.js'
 import { scheduleDeletion } from './background-deletion.js'
@@ -115,8 +114,6 @@ export interface AppOptions {
   config: Config
   /** An open, migrated store; the caller closes it after the app. */
   store: Store
-  /** The time every expiry, window and timestamp is read from. */
-  clock?: Clock
   /** Where the app logs (see createLogger); nothing is logged without one. */
   logger?: FastifyBaseLogger
   verifierOptions?: ApiKeyVerifierOptions
@@ -131,7 +128,8 @@ export interface AppOptions {
 }
 
 /** Builds the whole HTTP application on an open, migrated store; it does not listen. */
-export async function buildApp ({ config, store, clock = systemClock, logger, verifierOptions, limits: shortened, metrics = createMetrics(), outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, logger, verifierOptions, limits: shortened, metrics = createMetrics(), outageReportMs, webhookNetwork = systemNetwork }: AppOptions): Promise<FastifyInstance> {
+  const { clock } = store
   const limits = { ...LIMITS, ...shortened }
   const trustedProxies = config.TRUST_PROXY === undefined ? undefined : parseTrustedProxies(config.TRUST_PROXY)
   const countUnread = (status: number) => { metrics.unread.inc({ status: String(status) }) }

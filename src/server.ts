@@ -143,7 +143,7 @@ async function prepareStore (store: Store, config: Config, logger: Logger): Prom
     }
     return
   }
-  const now = Date.now()
+  const now = store.clock.now()
   const expiresAt = defaultExpiry(config.API_KEY_DEFAULT_TTL, now)
   const firstKey = await createFirstApiKey(store.db, { expiresAt, clock: stoppedClock(now) })
   // Shown before listening: the key exists from here on, whether or not the port can be taken.

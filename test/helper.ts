@@ -158,7 +158,7 @@ export async function build (t: TestContext, { store: kind, env, clock, verifier
   const config = loadConfig({ DATABASE_URL: databaseUrl, ...env })
   const store = openTestStore(t, databaseUrl, { ...storeOptionsFrom(config), poolSize: 4, ...(clock !== undefined && { clock }), ...storeOptions })
   await migrateToLatest(store.db)
-  const app = await buildApp({ config, store, clock, verifierOptions, limits: { ...TEST_LIMITS, ...limits }, webhookNetwork, logger })
+  const app = await buildApp({ config, store, verifierOptions, limits: { ...TEST_LIMITS, ...limits }, webhookNetwork, logger })
   defer(t, () => app.close())
   if (answersChecked) checkAnswers(t, app)
   const { key } = await createKey(store.db)

@@ -50,6 +50,14 @@ function refuseThrowAwayStore (): void {
   throw new ConfigError('DATABASE_URL is sqlite::memory:, a throw-away store of the process that opens it: what this command stored there would reach no service; point DATABASE_URL at the service\'s store')
 }
 
+/**
+ * Refuses a lifetime that cannot be, before the store is opened: by this machine's clock, as the
+ * store's is read only once it is open, and the expiry is reckoned on it (see Store's clock).
+ */
+function refuseLifetime (lifetime: LifetimeOptions): void {
+  expiryOf(lifetime, undefined, Date.now())
+}
+
 /** Says, on stderr, that a newer build has migrated the store (see migrateToLatest). */
 function warnOfNewerMigrations (newer: string[]): void {
   if (newer.length > 0) console.error(`petstore: warning: ${newerMigrationsMessage(newer)}`)
@@ -150,11 +158,14 @@ Without --scope a key holds every scope. Without --expires-in or --expires-at it
 unless API_KEY_DEFAULT_TTL sets a lifetime.`)
     .action(async ({ name, scope = [], ...lifetime }: { name: string, scope?: string[] } & LifetimeOptions) => {
       refuseThrowAwayStore()
-      const now = Date.now()
-      const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
+      refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
       const scopes = scopeList(scope)
-      const id = await withStore(({ db }) => insertApiKey(db, { name, hash, hint, scopes, expiresAt }, stoppedClock(now)))
+      const { id, expiresAt } = await withStore(async ({ db, clock }) => {
+        const now = clock.now()
+        const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
+        return { id: await insertApiKey(db, { name, hash, hint, scopes, expiresAt }, stoppedClock(now)), expiresAt }
+      })
       console.log(`Created API key ${id} (${name}) with the scopes ${scopes}${expiresAt === undefined ? '' : `, expiring at ${expiresAt.toISOString()}`}. It is shown only now; store it safely:`)
       console.log(key)
     })
@@ -170,10 +181,13 @@ The old key expires when the overlap ends (default 24h, at least 1m so that ever
 or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. The new
 key's lifetime is set as for keys create. A revoked or expired key cannot be rotated.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
-      const now = Date.now()
-      const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
+      refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
-      const rotated = await withStore(({ db }) => rotateApiKey(db, id, { hash, hint, expiresAt }, overlap, stoppedClock(now)))
+      const { rotated, expiresAt } = await withStore(async ({ db, clock }) => {
+        const now = clock.now()
+        const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
+        return { rotated: await rotateApiKey(db, id, { hash, hint, expiresAt }, overlap, stoppedClock(now)), expiresAt }
+      })
       console.log(`Rotated API key ${id}: key ${rotated.id} replaces it${expiresAt === undefined ? '' : `, expiring at ${expiresAt.toISOString()}`}, and key ${id} stops working at ${rotated.oldKeyExpiresAt}. The new key is shown only now; store it safely:`)
       console.log(key)
     })
@@ -183,8 +197,7 @@ key's lifetime is set as for keys create. A revoked or expired key cannot be rot
     .option('--json', 'print a JSON array')
     .addHelpText('after', examples(`${cmd} keys list`, `${cmd} keys list --json | jq '.[] | select(.revoked or .expired | not)'`))
     .action(async ({ json }: { json?: boolean }) => {
-      const rows = await withStore(({ db }) => findApiKeys(db))
-      const now = Date.now()
+      const { rows, now } = await withStore(async ({ db, clock }) => ({ rows: await findApiKeys(db), now: clock.now() }))
       const listed = rows.map((row) => ({
         id: Number(row.id),
         name: row.name,

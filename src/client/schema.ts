@@ -551,7 +551,7 @@ export interface components {
             id: number;
             /**
              * Format: date-time
-             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @description When the change was made (RFC 3339, UTC), by the store's clock (on PostgreSQL, the database server's): ids, not these times, give the order
              * @example 2026-11-24T10:15:30.000Z
              */
             occurredAt: string;
@@ -588,7 +588,7 @@ export interface components {
             id: number;
             /**
              * Format: date-time
-             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @description When the change was made (RFC 3339, UTC), by the store's clock (on PostgreSQL, the database server's): ids, not these times, give the order
              * @example 2026-11-24T10:15:30.000Z
              */
             occurredAt: string;
@@ -604,7 +604,7 @@ export interface components {
             id: number;
             /**
              * Format: date-time
-             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @description When the change was made (RFC 3339, UTC), by the store's clock (on PostgreSQL, the database server's): ids, not these times, give the order
              * @example 2026-11-24T10:15:30.000Z
              */
             occurredAt: string;
@@ -620,7 +620,7 @@ export interface components {
             id: number;
             /**
              * Format: date-time
-             * @description When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order
+             * @description When the change was made (RFC 3339, UTC), by the store's clock (on PostgreSQL, the database server's): ids, not these times, give the order
              * @example 2026-11-24T10:15:30.000Z
              */
             occurredAt: string;

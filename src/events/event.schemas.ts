@@ -12,7 +12,7 @@ export type EventType = typeof EVENT_TYPES[number]
 const EventId = Int64({ minimum: 1, description: 'Increases with every event; a consumer keeps the last one it handled and reads after it', examples: [1042] })
 const OccurredAt = Type.String({
   format: 'date-time',
-  description: 'When the change was made (RFC 3339, UTC), by the clock of the instance that made it: ids, not these times, give the order',
+  description: 'When the change was made (RFC 3339, UTC), by the store\'s clock (on PostgreSQL, the database server\'s): ids, not these times, give the order',
   examples: ['2026-11-24T10:15:30.000Z']
 })
 

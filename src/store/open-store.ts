@@ -20,6 +20,7 @@ export interface StoreOptions {
   durability?: Durability
   /** SQLite: how long after opening the WAL checkpoint thread starts (a second unless told). */
   checkpointStartDelayMs?: number
+  /** The store's clock (see Store): tests pass their own. */
   clock?: Clock
   log?: StoreLog
 }
@@ -51,11 +52,11 @@ export function sqliteStoreFiles (databaseUrl: string): string[] {
 
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
-  const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, checkpointStartDelayMs, clock = systemClock, log = SILENT } = options
+  const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, checkpointStartDelayMs, clock, log = SILENT } = options
   if (databaseUrl.startsWith(SQLITE_PREFIX)) {
     const path = databaseUrl.slice(SQLITE_PREFIX.length)
     try {
-      return openSqliteStore(path, { durability, clock, log, checkpointStartDelayMs })
+      return openSqliteStore(path, { durability, clock: clock ?? systemClock, log, checkpointStartDelayMs })
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
       // A path that cannot be the store is a setting to change (exit 2), as an invalid value is.

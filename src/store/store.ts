@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import type { PetStore } from './pet-store.js'
 
@@ -13,6 +14,11 @@ export interface Store {
   /** Kysely over the store's connections, for the tables off the hot path (keys, orders, settings). */
   readonly db: Db
   readonly pets: PetStore
+  /**
+   * The time of day that every instance on the store shares: the PostgreSQL server's (see
+   * DatabaseClock), this machine's for SQLite; or the one the store was opened with.
+   */
+  readonly clock: Clock
   /** Resolves when the store answers a trivial query; rejects with its error when it does not. */
   ping: () => Promise<void>
   close: () => Promise<void>

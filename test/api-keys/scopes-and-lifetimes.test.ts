@@ -86,7 +86,7 @@ forEachStore((store) => {
   test('an expired key is refused from the millisecond it expires, on two instances, cached or not', async (t) => {
     const clock = manualClock()
     const first = await build(t, { store, clock })
-    const second = await buildApp({ config: first.config, store: first.store, clock, limits: TEST_LIMITS })
+    const second = await buildApp({ config: first.config, store: first.store, limits: TEST_LIMITS })
     defer(t, () => second.close())
     checkAnswers(t, second)
     const expiresAt = new Date(clock.now() + 3_600_000)

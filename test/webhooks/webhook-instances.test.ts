@@ -31,7 +31,7 @@ function countingNetwork (): WebhookNetwork & { connections: number } {
 /** A second instance on the test app's store. */
 async function secondInstance (t: TestContext, first: TestApp, { clock, webhookNetwork, limits }: { clock?: Clock, webhookNetwork?: WebhookNetwork, limits?: Partial<Limits> }): Promise<TestApp> {
   const store = openTestStore(t, first.config.DATABASE_URL, { poolSize: 4, ...(clock !== undefined && { clock }) })
-  const app = await buildApp({ config: first.config, store, clock, webhookNetwork, limits: { ...TEST_LIMITS, webhookPollMs: 20, ...limits } })
+  const app = await buildApp({ config: first.config, store, webhookNetwork, limits: { ...TEST_LIMITS, webhookPollMs: 20, ...limits } })
   defer(t, () => app.close())
   checkAnswers(t, app)
   return { ...first, app, store, db: store.db }

@@ -547,7 +547,7 @@ forEachStore((store) => {
     assert.equal(rotated.statusCode, 200, rotated.body)
     const { secret: newSecret, previousSecretExpiresAt } = rotated.json()
     assert.notEqual(newSecret, oldSecret)
-    const overlap = Date.parse(previousSecretExpiresAt) - Date.now()
+    const overlap = Date.parse(previousSecretExpiresAt) - testApp.store.clock.now()
     assert.ok(overlap > 23.9 * 3600_000 && overlap <= 24 * 3600_000, previousSecretExpiresAt)
     await createPet(testApp, { name: 'Rex', categoryId: 3 })
     const [delivery] = await receiver.waitFor(1)

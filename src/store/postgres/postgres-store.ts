@@ -1,11 +1,12 @@
 import { Kysely, sql } from 'kysely'
 import type { Client, Pool } from 'pg'
-import type { Clock } from '../../clock.js'
+import { systemClock, type Clock } from '../../clock.js'
 import type { Database } from '../../db/database.js'
 import type { Store, StoreLog } from '../store.js'
 import { markConnectionRefused } from '../store-errors.js'
 import { NOTIFY_UNFLUSHED, PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { endingWithin } from './bounded-end.js'
+import { DatabaseClock, type ServerTimeReading } from './database-clock.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
@@ -20,7 +21,8 @@ export interface PostgresStoreOptions {
   /** Connections this instance keeps at most. */
   poolSize: number
   deadlines: Deadlines
-  clock: Clock
+  /** The server's time of day when unset (see DatabaseClock). */
+  clock: Clock | undefined
   log: StoreLog
 }
 
@@ -31,10 +33,15 @@ export interface PostgresStoreOptions {
 export function openPostgresStore (connectionString: string, { directUrl, poolSize, deadlines, clock, log }: PostgresStoreOptions): Store {
   // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
   let shared: Promise<Pool> | undefined
+  const storeClock = clock ?? new DatabaseClock(systemClock)
   let closed = false
   const connections = async () => {
     if (closed) throw new Error('The PostgreSQL store is closed')
-    return await (shared ??= createPool(connectionString, poolSize, deadlines))
+    return await (shared ??= createPool(connectionString, poolSize, deadlines).then(async (pool) => {
+      // Before any statement: what it stores or compares is dated by the server's clock from the first.
+      if (storeClock instanceof DatabaseClock) await storeClock.follow(async () => await readServerTime(pool, storeClock.elapsed))
+      return pool
+    }))
   }
   const feed = new PostgresChangeFeed({
     connectionString: directUrl ?? connectionString,
@@ -56,16 +63,36 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
       version: () => feed.version(),
       changed: () => { feed.changed() },
       lockTimeoutMs: deadlines.statementMs,
-      clock
+      clock: storeClock
     }),
+    clock: storeClock,
     ping: async () => { await sql`select 1`.execute(db) },
     close: async () => {
       if (closed) return
       closed = true
+      if (storeClock instanceof DatabaseClock) storeClock.stop()
       await feed.close()
       await db.destroy()
       await (await shared)?.end()
     }
+  }
+}
+
+/**
+ * The server's time of day, dated halfway through the statement's round trip on `elapsed`, the
+ * connection's setting up left out. `clock_timestamp()`, unlike `now()`, is not the transaction's start.
+ */
+async function readServerTime (pool: Pool, elapsed: () => number): Promise<ServerTimeReading> {
+  const client = await pool.connect()
+  try {
+    const sentAt = elapsed()
+    const { rows } = await client.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms')
+    const reading = { serverTime: rows[0]!.ms, readAt: (sentAt + elapsed()) / 2 }
+    client.release()
+    return reading
+  } catch (error) {
+    client.release(error as Error) // a statement that timed out may leave the connection busy: not reused
+    throw error
   }
 }
 

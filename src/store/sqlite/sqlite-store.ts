@@ -71,6 +71,7 @@ export function openSqliteStore (path: string, { durability, clock, log, checkpo
     dialect: 'sqlite',
     db,
     pets: new SqlitePetStore({ db, writer, reader, writerThread, commitVersion, clock }),
+    clock,
     ping: async () => {
       writer.checkFile()
       reader.query('select 1')
