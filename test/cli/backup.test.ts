@@ -42,13 +42,17 @@ test('backup copies the SQLite store while another process commits: every pet co
   assert.deepEqual(ids.slice(0, before.length), before.map(({ id }) => id), 'every pet committed before the backup began')
 })
 
-test('backup refuses, with exit code 2, a file that exists, a store that does not, sqlite::memory:, PostgreSQL, an empty name or one SQLite would trim, and a name of the store\'s own files', async (t) => {
+test('backup refuses, with exit code 2, a file that exists or is being made, a store that does not, sqlite::memory:, PostgreSQL, an empty name or one SQLite would trim, and a name of the store\'s own files', async (t) => {
   const dir = tempDir(t)
   const { databaseUrl } = await createTestStore(t)
   const taken = join(dir, 'taken.db')
   writeFileSync(taken, 'keep me')
+  const leftBehind = join(dir, 'left.db.partial')
+  writeFileSync(leftBehind, 'half a copy')
   const cases: Array<[string, string, RegExp]> = [
     [databaseUrl, taken, /taken\.db exists: a backup is written to a new file, never over one/],
+    // Another backup's copy in the making, or one a stopped backup left: never written into.
+    [databaseUrl, join(dir, 'left.db'), /left\.db\.partial exists: another backup to .*left\.db is running, or one stopped and left its copy; once none runs, remove it and back up again/],
     [`sqlite:${join(dir, 'none.db')}`, join(dir, 'copy.db'), /There is no store at .*none\.db \(DATABASE_URL\): nothing to back up/],
     ['sqlite::memory:', join(dir, 'copy.db'), /sqlite::memory:, a throw-away store .* there is nothing to back up/],
     ['postgres://petstore:secret@127.0.0.1:1/petstore', join(dir, 'copy.db'), /a PostgreSQL store: back it up with PostgreSQL's own tools \(pg_dump/],
@@ -67,5 +71,6 @@ test('backup refuses, with exit code 2, a file that exists, a store that does no
   assert.equal(dangling.code, 2, dangling.stderr)
   assert.match(dangling.stderr, /dangling\.db exists \(made during the copy, or a link to no file\): it was kept, and the copy left as .*dangling\.db\.partial/)
   assert.equal(readFileSync(taken, 'utf8'), 'keep me')
+  assert.equal(readFileSync(leftBehind, 'utf8'), 'half a copy')
   assert.ok(!existsSync(join(dir, 'copy.db')) && !existsSync(join(dir, 'none.db')), 'nothing made')
 })

@@ -1,23 +1,31 @@
-import { existsSync, linkSync, mkdirSync, rmSync, unlinkSync } from 'node:fs'
+import { closeSync, existsSync, linkSync, mkdirSync, openSync, rmSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { ConfigError } from '../../config.js'
 import { SqliteConnection } from './sqlite-connection.js'
 
 /**
  * Copies the SQLite store at `path` to the new file `destination`, as committed at one moment, while
  * the service may be writing to it (see SqliteConnection.backup), and returns how many pets the copy
- * holds. The copy is made under a `.partial` name beside `destination` (its folder made if need be;
- * one left by an earlier backup replaced), checked (SQLite's `quick_check`), then given its name: a
+ * holds. The copy is made under a `.partial` name beside `destination` (its folder made if need be),
+ * a file made only if none is there: two backups to one name at once would write one copy, and one
+ * name each would hide which failed. It is checked (SQLite's `quick_check`), then given its name: a
  * backup cut short or damaged leaves no file that looks whole, and one made meanwhile under that name
  * is never replaced (a link fails where a rename would replace it).
  */
 export async function backupSqliteStore (path: string, destination: string): Promise<{ pets: bigint }> {
   const partial = `${destination}.partial`
   mkdirSync(dirname(destination), { recursive: true })
-  rmSync(partial, { force: true })
+  try {
+    closeSync(openSync(partial, 'wx'))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    throw new ConfigError(`${partial} exists: another backup to ${destination} is running, or one stopped and left its copy; once none runs, remove it and back up again`, { cause: error })
+  }
   const source = new SqliteConnection(path, 'default', { queryOnly: true })
   try {
     await source.backup(partial)
   } catch (error) {
+    rmSync(partial, { force: true }) // this backup's own, of no use: a second try makes it again
     throw new Error(`Cannot write the copy ${partial}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   } finally {
     source.close()
