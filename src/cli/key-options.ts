@@ -73,12 +73,15 @@ export interface LifetimeOptions {
   expiresAt?: Date
 }
 
-/**
- * When a new key expires: as asked, else after API_KEY_DEFAULT_TTL (`defaultTtl`), else never.
- * Throws for a moment already past, or for both options at once.
- */
-export function expiryOf ({ expiresIn, expiresAt }: LifetimeOptions, defaultTtl: string | undefined, now: number): Date | undefined {
+/** Throws for both options at once, or for a moment already past at `now` (unless unknown yet). */
+export function refuseImpossibleLifetime ({ expiresIn, expiresAt }: LifetimeOptions, now: number | undefined): void {
   if (expiresIn !== undefined && expiresAt !== undefined) throw new InvalidArgumentError('give --expires-in or --expires-at, not both')
-  if (expiresAt !== undefined && expiresAt.getTime() <= now) throw new InvalidArgumentError(`--expires-at ${expiresAt.toISOString()} is already past`)
+  if (expiresAt !== undefined && now !== undefined && expiresAt.getTime() <= now) throw new InvalidArgumentError(`--expires-at ${expiresAt.toISOString()} is already past`)
+}
+
+/** When a new key expires: as asked, else after API_KEY_DEFAULT_TTL (`defaultTtl`), else never; throws as refuseImpossibleLifetime. */
+export function expiryOf (lifetime: LifetimeOptions, defaultTtl: string | undefined, now: number): Date | undefined {
+  refuseImpossibleLifetime(lifetime, now)
+  const { expiresIn, expiresAt } = lifetime
   return expiresAt ?? (expiresIn === undefined ? defaultExpiry(defaultTtl, now) : new Date(now + expiresIn))
 }

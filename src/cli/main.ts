@@ -22,7 +22,7 @@ import { VERSION } from '../version.js'
 import { printProcessWarnings } from '../process-warnings.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
-import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, type LifetimeOptions } from './key-options.js'
+import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, refuseImpossibleLifetime, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
 
 /** What stops a command: a terminal's Ctrl-C, a process manager's SIGTERM. */
@@ -51,11 +51,12 @@ function refuseThrowAwayStore (): void {
 }
 
 /**
- * Refuses a lifetime that cannot be, before the store is opened: by this machine's clock, as the
- * store's is read only once it is open, and the expiry is reckoned on it (see Store's clock).
+ * Refuses a lifetime that cannot be before the store is opened: a moment already past only on SQLite,
+ * whose clock is this machine's. A PostgreSQL store's is its server's (see Store's clock), read once
+ * the store is open, where expiryOf reckons the expiry and refuses a moment past.
  */
 function refuseLifetime (lifetime: LifetimeOptions): void {
-  expiryOf(lifetime, undefined, Date.now())
+  refuseImpossibleLifetime(lifetime, loadConfig().DATABASE_URL.startsWith('sqlite:') ? Date.now() : undefined)
 }
 
 /** Says, on stderr, that a newer build has migrated the store (see migrateToLatest). */

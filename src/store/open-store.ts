@@ -20,7 +20,7 @@ export interface StoreOptions {
   durability?: Durability
   /** SQLite: how long after opening the WAL checkpoint thread starts (a second unless told). */
   checkpointStartDelayMs?: number
-  /** The store's clock (see Store): tests pass their own. */
+  /** The store's clock (see Store), for tests: given one, a PostgreSQL store does not read its server's time. */
   clock?: Clock
   log?: StoreLog
 }

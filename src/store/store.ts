@@ -27,6 +27,6 @@ export interface Store {
 /** Where the store reports what happens beside the requests (a background thread failing, say); pino's signature. */
 export interface StoreLog {
   info: (details: object, message: string) => void
-  warn: (details: { err: Error }, message: string) => void
+  warn: (details: object, message: string) => void
   error: (details: { err: Error }, message: string) => void
 }

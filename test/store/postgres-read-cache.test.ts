@@ -231,7 +231,7 @@ for (const postgres of TEST_STORES.filter((store) => store.name === 'postgres'))
         notify: async (payload) => { await writes.query('select pg_notify($1, $2)', [PET_CHANGES_CHANNEL, payload]) },
         connectMs: 1000,
         probeMs: 500,
-        log: { info: () => {}, warn: ({ err }, message) => { warnings.push(`${message}: ${err.message}`) }, error: () => {} }
+        log: { info: () => {}, warn: (details, message) => { warnings.push(`${message}: ${(details as { err: Error }).err.message}`) }, error: () => {} }
       })
       defer(t, () => feed.close())
       assert.notEqual(await timeUntil(async () => feed.version() !== undefined, 2000), undefined, 'the feed listens')

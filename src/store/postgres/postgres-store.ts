@@ -6,7 +6,7 @@ import type { Store, StoreLog } from '../store.js'
 import { markConnectionRefused } from '../store-errors.js'
 import { NOTIFY_UNFLUSHED, PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { endingWithin } from './bounded-end.js'
-import { DatabaseClock, type ServerTimeReading } from './database-clock.js'
+import { DatabaseClock } from './database-clock.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
@@ -33,13 +33,14 @@ export interface PostgresStoreOptions {
 export function openPostgresStore (connectionString: string, { directUrl, poolSize, deadlines, clock, log }: PostgresStoreOptions): Store {
   // pg is loaded only when PostgreSQL is used: it adds a tenth of a second to every SQLite start.
   let shared: Promise<Pool> | undefined
-  const storeClock = clock ?? new DatabaseClock(systemClock)
+  const storeClock = clock ?? new DatabaseClock(systemClock, log)
+  const serverClock = storeClock instanceof DatabaseClock ? storeClock : undefined
   let closed = false
   const connections = async () => {
     if (closed) throw new Error('The PostgreSQL store is closed')
     return await (shared ??= createPool(connectionString, poolSize, deadlines).then(async (pool) => {
-      // Before any statement: what it stores or compares is dated by the server's clock from the first.
-      if (storeClock instanceof DatabaseClock) await storeClock.follow(async () => await readServerTime(pool, storeClock.elapsed))
+      // Before the first statement, so that what it stores or compares is dated by the server's clock.
+      await serverClock?.follow(async () => await readServerTime(pool))
       return pool
     }))
   }
@@ -70,7 +71,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
     close: async () => {
       if (closed) return
       closed = true
-      if (storeClock instanceof DatabaseClock) storeClock.stop()
+      serverClock?.stop()
       await feed.close()
       await db.destroy()
       await (await shared)?.end()
@@ -78,22 +79,10 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   }
 }
 
-/**
- * The server's time of day, dated halfway through the statement's round trip on `elapsed`, the
- * connection's setting up left out. `clock_timestamp()`, unlike `now()`, is not the transaction's start.
- */
-async function readServerTime (pool: Pool, elapsed: () => number): Promise<ServerTimeReading> {
-  const client = await pool.connect()
-  try {
-    const sentAt = elapsed()
-    const { rows } = await client.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms')
-    const reading = { serverTime: rows[0]!.ms, readAt: (sentAt + elapsed()) / 2 }
-    client.release()
-    return reading
-  } catch (error) {
-    client.release(error as Error) // a statement that timed out may leave the connection busy: not reused
-    throw error
-  }
+/** The server's time of day, in milliseconds since the Unix epoch: `clock_timestamp()`, unlike `now()`, is not the transaction's start. */
+async function readServerTime (pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms')
+  return rows[0]!.ms
 }
 
 async function createPool (connectionString: string, poolSize: number, { connectMs, statementMs }: Deadlines): Promise<Pool> {
