@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { setImmediate } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
-import { CLOCK_READ_EVERY_MS, CLOCK_RETRY_MS, DatabaseClock, FIRST_READING_WAIT_MS } from '../../src/store/postgres/database-clock.js'
+import { CLOCK_READ_EVERY_MS, CLOCK_REFINED_AFTER_MS, DatabaseClock } from '../../src/store/postgres/database-clock.js'
 import { build, createKey, defer, manualClock, tempDir, TEST_STORES } from '../helper.js'
 import { runCli } from '../process.js'
 
@@ -26,69 +26,74 @@ function server (local: ReturnType<typeof manualClock>, aheadMs: number) {
   }
 }
 
-test('the database clock takes the server\'s time from the fastest of three round trips, carries it on elapsed time, reads it again each minute and keeps the last reading through failures', async (t) => {
+test('the database clock takes the server\'s time at its first reading, a finer one a second later from the fastest of three round trips, then one a minute, and keeps the last reading through failures', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] })
   const local = manualClock(Date.parse('2026-12-05T12:00:00Z'))
   const warnings: string[] = []
   const clock = new DatabaseClock(local, { info: () => {}, warn: (_details, message) => { warnings.push(message) }, error: () => {} })
   defer(t, () => { clock.stop() })
   assert.equal(clock.now(), local.now(), 'before any reading: the machine\'s time of day')
+  assert.equal(clock.isKnown, false)
 
   const database = server(local, HOUR_MS)
+  // The answer comes back 40 ms after the server read its clock: dated halfway, 20 ms early.
+  database.delays.push({ there: 0, back: 40 })
+  await clock.known(async () => await database.readTime())
+  assert.equal(clock.isKnown, true)
+  assert.equal(clock.now(), local.now() + HOUR_MS - 20)
+  assert.deepEqual(warnings, ['this machine\'s clock is 3600.0 s behind the database server\'s: the service dates by the server\'s (keep both on NTP)'])
+
+  const after = async (ms: number) => {
+    t.mock.timers.tick(ms)
+    await setImmediate()
+  }
   // The first answer waits 300 ms in a busy event loop, the third 100 ms: the second, 20 ms each way, says best when the server answered.
   database.delays.push({ there: 0, back: 300 }, { there: 20, back: 20 }, { there: 0, back: 100 })
-  await clock.follow(async () => await database.readTime())
+  await after(CLOCK_REFINED_AFTER_MS)
   assert.equal(clock.now(), local.now() + HOUR_MS)
-  assert.deepEqual(warnings, ['this machine\'s clock is 3600.0 s behind the database server\'s: the service dates by the server\'s (keep both on NTP)'])
   local.step(-HOUR_MS)
   assert.equal(clock.now(), local.now() + 2 * HOUR_MS, 'a step of the machine\'s time of day does not move it')
   assert.equal(clock.elapsed(), local.elapsed())
 
-  const nextReading = async (ms: number) => {
-    t.mock.timers.tick(ms)
-    await setImmediate()
-  }
   database.ahead(2 * HOUR_MS + 5_000) // the server's own clock stepped 5 s
-  await nextReading(CLOCK_READ_EVERY_MS - 1)
+  await after(CLOCK_READ_EVERY_MS - 1)
   assert.equal(clock.now(), local.now() + 2 * HOUR_MS, 'not read again before the minute is out')
-  await nextReading(1)
+  await after(1)
   assert.equal(clock.now(), local.now() + 2 * HOUR_MS + 5_000)
 
   database.readTime = async () => { throw new Error('connect ECONNREFUSED 127.0.0.1:5432') }
-  await nextReading(CLOCK_READ_EVERY_MS)
-  await nextReading(CLOCK_READ_EVERY_MS)
+  await after(CLOCK_READ_EVERY_MS)
+  await after(CLOCK_READ_EVERY_MS)
   assert.equal(clock.now(), local.now() + 2 * HOUR_MS + 5_000, 'the last reading stands')
-  assert.equal(warnings.length, 2, 'a failure is said once, not once a minute')
-  assert.match(warnings[1]!, /^the database server's time could not be read: its last reading stands until it can/)
+  assert.deepEqual(warnings.slice(1), ['the database server\'s time could not be read again: its last reading stands until it can (see Clock steps in docs/operations.md)'], 'said once, not once a minute')
+  let asked = false
+  database.readTime = async () => {
+    asked = true
+    return local.now()
+  }
   clock.stop()
-  await nextReading(CLOCK_READ_EVERY_MS)
-  assert.equal(clock.now(), local.now() + 2 * HOUR_MS + 5_000, 'stopped: not read again')
+  await after(CLOCK_READ_EVERY_MS)
+  assert.equal(asked, false, 'stopped: not read again')
 })
 
-test('the database clock\'s first reading: retried each second until it answers; a statement waits for it one second at most', async (t) => {
-  t.mock.timers.enable({ apis: ['setTimeout'] })
+test('until a first reading answers, the database clock is not known: a failed reading rejects, for the statement waiting on it, and the next reads again; one reading at a time', async (t) => {
   const local = manualClock()
-  const warnings: string[] = []
-  const clock = new DatabaseClock(local, { info: () => {}, warn: (_details, message) => { warnings.push(message) }, error: () => {} })
+  const clock = new DatabaseClock(local, { info: () => {}, warn: () => {}, error: () => {} })
   defer(t, () => { clock.stop() })
-  let answer: () => Promise<number> = async () => await new Promise<number>(() => {}) // a frozen server
-  let waited = false
-  const following = clock.follow(async () => await answer()).then(() => { waited = true })
-  await setImmediate()
-  assert.equal(waited, false)
-  t.mock.timers.tick(FIRST_READING_WAIT_MS)
-  await following
-  assert.equal(clock.now(), local.now(), 'unanswered: the machine\'s time of day')
+  await assert.rejects(clock.known(async () => { throw new Error('timeout expired') }), /timeout expired/)
+  assert.equal(clock.isKnown, false)
+  assert.equal(clock.now(), local.now(), 'the machine\'s time of day')
 
-  const unread = new DatabaseClock(local, { info: () => {}, warn: (_details, message) => { warnings.push(message) }, error: () => {} })
-  defer(t, () => { unread.stop() })
-  answer = async () => { throw new Error('connect ECONNREFUSED 127.0.0.1:5432') }
-  await unread.follow(async () => await answer())
-  assert.match(warnings.at(-1)!, /could not be read: this machine's clock is used until it can/)
-  answer = async () => local.now() + 10_000
-  t.mock.timers.tick(CLOCK_RETRY_MS)
-  await setImmediate()
-  assert.equal(unread.now(), local.now() + 10_000)
+  let readings = 0
+  const read = async () => {
+    readings++
+    await setImmediate()
+    return local.now() + 10_000
+  }
+  await Promise.all([clock.known(read), clock.known(read), clock.known(read)])
+  assert.equal(readings, 1)
+  assert.equal(clock.isKnown, true)
+  assert.equal(clock.now(), local.now() + 10_000)
 })
 
 /** Date.now() an hour behind in this process until the test ends: the machine's clock is wrong, the database's right. */

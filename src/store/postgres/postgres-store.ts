@@ -38,11 +38,10 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   let closed = false
   const connections = async () => {
     if (closed) throw new Error('The PostgreSQL store is closed')
-    return await (shared ??= createPool(connectionString, poolSize, deadlines).then(async (pool) => {
-      // Before the first statement, so that what it stores or compares is dated by the server's clock.
-      await serverClock?.follow(async () => await readServerTime(pool))
-      return pool
-    }))
+    const pool = await (shared ??= createPool(connectionString, poolSize, deadlines))
+    // Before the first statement: what a process stores or compares is dated by the server's clock.
+    if (serverClock !== undefined && !serverClock.isKnown) await serverClock.known(async () => await readServerTime(pool))
+    return pool
   }
   const feed = new PostgresChangeFeed({
     connectionString: directUrl ?? connectionString,
