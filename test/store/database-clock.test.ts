@@ -2,10 +2,11 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
-import { setImmediate } from 'node:timers/promises'
+import { setImmediate, setTimeout as delay } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
-import { CLOCK_READ_EVERY_MS, CLOCK_REFINED_AFTER_MS, DatabaseClock } from '../../src/store/postgres/database-clock.js'
-import { build, createKey, defer, manualClock, tempDir, TEST_STORES } from '../helper.js'
+import { CLOCK_READ_EVERY_MS, CLOCK_REFINED_AFTER_MS, DatabaseClock, type ServerTimeReading } from '../../src/store/postgres/database-clock.js'
+import { createCuttableProxy } from '../cuttable-proxy.js'
+import { build, createKey, defer, manualClock, openTestStore, tempDir, TEST_STORES } from '../helper.js'
 import { runCli } from '../process.js'
 
 const HOUR_MS = 3_600_000
@@ -16,12 +17,13 @@ function server (local: ReturnType<typeof manualClock>, aheadMs: number) {
   return {
     delays,
     ahead: (ms: number) => { aheadMs = ms },
-    readTime: async () => {
+    readTime: async (): Promise<ServerTimeReading> => {
       const { there, back } = delays.shift() ?? { there: 1, back: 1 }
+      const sentAt = local.elapsed()
       local.advance(there)
       const serverTime = local.now() + aheadMs
       local.advance(back)
-      return serverTime
+      return { serverTime, sentAt, answeredAt: local.elapsed() }
     }
   }
 }
@@ -69,7 +71,7 @@ test('the database clock takes the server\'s time at its first reading, a finer 
   let asked = false
   database.readTime = async () => {
     asked = true
-    return local.now()
+    return { serverTime: local.now(), sentAt: local.elapsed(), answeredAt: local.elapsed() }
   }
   clock.stop()
   await after(CLOCK_READ_EVERY_MS)
@@ -88,7 +90,7 @@ test('until a first reading answers, the database clock is not known: a failed r
   const read = async () => {
     readings++
     await setImmediate()
-    return local.now() + 10_000
+    return { serverTime: local.now() + 10_000, sentAt: local.elapsed(), answeredAt: local.elapsed() }
   }
   await Promise.all([clock.known(read), clock.known(read), clock.known(read)])
   assert.equal(readings, 1)
@@ -104,6 +106,23 @@ function machineClockBehind (t: TestContext): () => number {
 }
 
 for (const store of TEST_STORES.filter(({ name }) => name === 'postgres')) {
+  test('on PostgreSQL, the wait for a connection is no part of the first reading\'s round trip: a server slow to connect to does not set the clock ahead', async (t) => {
+    const databaseUrl = await store.databaseUrl(t)
+    const proxy = await createCuttableProxy(new URL(databaseUrl))
+    defer(t, () => { proxy.close() })
+    const throughProxy = new URL(databaseUrl)
+    throughProxy.port = String(proxy.port)
+    const opened = openTestStore(t, throughProxy.toString())
+    proxy.freeze()
+    const pinged = opened.ping()
+    await delay(1_000)
+    proxy.thaw()
+    await pinged
+    // Timed from before the connection, the reading was dated halfway through its second: 500 ms ahead.
+    const aheadMs = opened.clock.now() - Date.now()
+    assert.ok(Math.abs(aheadMs) < 100, `the store's clock is ${aheadMs} ms ahead of this machine's, the server's`)
+  })
+
   test('on PostgreSQL, an instance on a machine whose clock is an hour behind refuses a key the database\'s clock has seen expire', async (t) => {
     const trueNow = machineClockBehind(t)
     const testApp = await build(t, { store })

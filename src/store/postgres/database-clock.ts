@@ -3,12 +3,19 @@ import type { StoreLog } from '../store.js'
 
 /** How often the server's time is read again: its own clock may be stepped, or a failover bring another server's. */
 export const CLOCK_READ_EVERY_MS = 60_000
-/** How soon after the first reading (one round trip, a new connection's setting up in it) a finer one follows. */
+/** How soon after the first reading (one round trip) a finer one follows. */
 export const CLOCK_REFINED_AFTER_MS = 1_000
-/** Each later reading takes the fastest of so many round trips: one slowed by a busy event loop, or by setting up a connection, says less of when the server answered. */
+/** Each later reading takes the fastest of so many round trips: one slowed by a busy event loop says less of when the server answered. */
 const SAMPLES = 3
 /** A machine's clock this far from the server's is said in the log, once. */
 const SKEW_WARNED_MS = 1_000
+
+/** The server's time of day (milliseconds since the Unix epoch), and when its statement was sent and answered on the clock's `elapsed()`. */
+export interface ServerTimeReading {
+  serverTime: number
+  sentAt: number
+  answeredAt: number
+}
 
 /**
  * The PostgreSQL server's time of day, carried between readings on this process's elapsed time.
@@ -45,12 +52,12 @@ export class DatabaseClock implements Clock {
   }
 
   /**
-   * Reads the server's time (`readServerTime`: one statement's answer), one reading at a time
+   * Reads the server's time (`readServerTime`: one statement's answer, timed), one reading at a time
    * whoever asks, and rejects with its error if it fails: the statement waiting for it fails as it
    * would have, and the next one reads again. Once read, it is read again a second later (finer),
    * then once a minute until stopped.
    */
-  async known (readServerTime: () => Promise<number>): Promise<void> {
+  async known (readServerTime: () => Promise<ServerTimeReading>): Promise<void> {
     await (this.#firstReading ??= this.#readFirst(readServerTime).finally(() => { this.#firstReading = undefined }))
   }
 
@@ -59,7 +66,7 @@ export class DatabaseClock implements Clock {
     clearTimeout(this.#timer)
   }
 
-  async #readFirst (readServerTime: () => Promise<number>): Promise<void> {
+  async #readFirst (readServerTime: () => Promise<ServerTimeReading>): Promise<void> {
     if (this.#known) return
     this.#offset = (await this.#sample(readServerTime)).offset
     this.#known = true
@@ -70,14 +77,14 @@ export class DatabaseClock implements Clock {
     this.#readAgainIn(CLOCK_REFINED_AFTER_MS, readServerTime)
   }
 
-  #readAgainIn (ms: number, readServerTime: () => Promise<number>): void {
+  #readAgainIn (ms: number, readServerTime: () => Promise<ServerTimeReading>): void {
     if (this.#stopped) return
     this.#timer = setTimeout(() => {
       void this.#readAgain(readServerTime).finally(() => { this.#readAgainIn(CLOCK_READ_EVERY_MS, readServerTime) })
     }, ms).unref()
   }
 
-  async #readAgain (readServerTime: () => Promise<number>): Promise<void> {
+  async #readAgain (readServerTime: () => Promise<ServerTimeReading>): Promise<void> {
     try {
       let fastest = await this.#sample(readServerTime)
       for (let taken = 1; taken < SAMPLES; taken++) {
@@ -92,10 +99,8 @@ export class DatabaseClock implements Clock {
     }
   }
 
-  async #sample (readServerTime: () => Promise<number>): Promise<{ roundTrip: number, offset: number }> {
-    const sentAt = this.#local.elapsed()
-    const serverTime = await readServerTime()
-    const answeredAt = this.#local.elapsed()
+  async #sample (readServerTime: () => Promise<ServerTimeReading>): Promise<{ roundTrip: number, offset: number }> {
+    const { serverTime, sentAt, answeredAt } = await readServerTime()
     // The server answered somewhere within the round trip: halfway, give or take half of it.
     return { roundTrip: answeredAt - sentAt, offset: serverTime - (sentAt + answeredAt) / 2 }
   }

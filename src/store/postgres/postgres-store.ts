@@ -6,7 +6,7 @@ import type { Store, StoreLog } from '../store.js'
 import { markConnectionRefused } from '../store-errors.js'
 import { NOTIFY_UNFLUSHED, PET_CHANGES_CHANNEL, PostgresChangeFeed } from './change-feed.js'
 import { endingWithin } from './bounded-end.js'
-import { DatabaseClock } from './database-clock.js'
+import { DatabaseClock, type ServerTimeReading } from './database-clock.js'
 import { deadlinePool, type Deadlines } from './deadline-pool.js'
 import { MIGRATION_WAIT_STATEMENTS, TransactionLockDialect } from './migration-lock.js'
 import { PostgresPetStore } from './postgres-pet-store.js'
@@ -40,7 +40,7 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
     if (closed) throw new Error('The PostgreSQL store is closed')
     const pool = await (shared ??= createPool(connectionString, poolSize, deadlines))
     // Before the first statement: what a process stores or compares is dated by the server's clock.
-    if (serverClock !== undefined && !serverClock.isKnown) await serverClock.known(async () => await readServerTime(pool))
+    if (serverClock !== undefined && !serverClock.isKnown) await serverClock.known(async () => await readServerTime(pool, serverClock.elapsed))
     return pool
   }
   const feed = new PostgresChangeFeed({
@@ -78,10 +78,23 @@ export function openPostgresStore (connectionString: string, { directUrl, poolSi
   }
 }
 
-/** The server's time of day, in milliseconds since the Unix epoch: `clock_timestamp()`, unlike `now()`, is not the transaction's start. */
-async function readServerTime (pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms')
-  return rows[0]!.ms
+/**
+ * The server's time of day, its statement timed on `elapsed` once a connection is had: the wait for
+ * one (a new connection, a frozen server) is no part of the round trip. `clock_timestamp()`, unlike
+ * `now()`, is not the transaction's start.
+ */
+async function readServerTime (pool: Pool, elapsed: () => number): Promise<ServerTimeReading> {
+  const client = await pool.connect()
+  try {
+    const sentAt = elapsed()
+    const { rows } = await client.query<{ ms: number }>('select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms')
+    const reading = { serverTime: rows[0]!.ms, sentAt, answeredAt: elapsed() }
+    client.release()
+    return reading
+  } catch (error) {
+    client.release(error as Error) // not reused: a statement that timed out may leave it busy
+    throw error
+  }
 }
 
 async function createPool (connectionString: string, poolSize: number, { connectMs, statementMs }: Deadlines): Promise<Pool> {
