@@ -17,6 +17,8 @@ export interface ServerTimeReading {
   answeredAt: number
 }
 
+type ReadServerTime = () => Promise<ServerTimeReading>
+
 /**
  * The PostgreSQL server's time of day, carried between readings on this process's elapsed time.
  * Instances on one database compare times that others wrote (a webhook's lease and next attempt, a
@@ -57,7 +59,7 @@ export class DatabaseClock implements Clock {
    * would have, and the next one reads again. Once read, it is read again a second later (finer),
    * then once a minute until stopped.
    */
-  async known (readServerTime: () => Promise<ServerTimeReading>): Promise<void> {
+  async known (readServerTime: ReadServerTime): Promise<void> {
     await (this.#firstReading ??= this.#readFirst(readServerTime).finally(() => { this.#firstReading = undefined }))
   }
 
@@ -66,7 +68,7 @@ export class DatabaseClock implements Clock {
     clearTimeout(this.#timer)
   }
 
-  async #readFirst (readServerTime: () => Promise<ServerTimeReading>): Promise<void> {
+  async #readFirst (readServerTime: ReadServerTime): Promise<void> {
     if (this.#known) return
     this.#offset = (await this.#sample(readServerTime)).offset
     this.#known = true
@@ -77,14 +79,14 @@ export class DatabaseClock implements Clock {
     this.#readAgainIn(CLOCK_REFINED_AFTER_MS, readServerTime)
   }
 
-  #readAgainIn (ms: number, readServerTime: () => Promise<ServerTimeReading>): void {
+  #readAgainIn (ms: number, readServerTime: ReadServerTime): void {
     if (this.#stopped) return
     this.#timer = setTimeout(() => {
       void this.#readAgain(readServerTime).finally(() => { this.#readAgainIn(CLOCK_READ_EVERY_MS, readServerTime) })
     }, ms).unref()
   }
 
-  async #readAgain (readServerTime: () => Promise<ServerTimeReading>): Promise<void> {
+  async #readAgain (readServerTime: ReadServerTime): Promise<void> {
     try {
       let fastest = await this.#sample(readServerTime)
       for (let taken = 1; taken < SAMPLES; taken++) {
@@ -99,7 +101,7 @@ export class DatabaseClock implements Clock {
     }
   }
 
-  async #sample (readServerTime: () => Promise<ServerTimeReading>): Promise<{ roundTrip: number, offset: number }> {
+  async #sample (readServerTime: ReadServerTime): Promise<{ roundTrip: number, offset: number }> {
     const { serverTime, sentAt, answeredAt } = await readServerTime()
     // The server answered somewhere within the round trip: halfway, give or take half of it.
     return { roundTrip: answeredAt - sentAt, offset: serverTime - (sentAt + answeredAt) / 2 }
