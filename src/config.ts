@@ -1,5 +1,5 @@
-import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
+import { Value } from 'typebox/value'
 import { DURATION_PATTERN, DURATION_RULE } from './api-keys/duration.js'
 import { parseTrustedProxies } from './trusted-proxies.js'
 import { DEFAULT_RETRY_SCHEDULE, RETRY_SCHEDULE_PATTERN, RETRY_SCHEDULE_RULE } from './webhooks/retry-schedule.js'
@@ -137,10 +137,6 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-// The schema is checked against the meta-schema in the tests, not at each start (see createAjv).
-const validateConfig = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: false, validateSchema: false })
-  .compile<Static<typeof ConfigSchema>>(ConfigSchema)
-
 interface SettingSchema { enum?: string[], type?: string, minimum?: number, maximum?: number, pattern?: string, examples?: string[] }
 
 const INTEGER_VARIABLES = Object.entries(ConfigSchema.properties as Record<string, SettingSchema>).flatMap(([name, { type }]) => type === 'integer' ? [name] : [])
@@ -208,14 +204,16 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     // An empty variable means "not set", as in most shells' `VAR= command`.
     if (value !== undefined && value !== '') raw[name] = value
   }
-  // Ajv's coercion reads any text JavaScript takes for a number (0x10, 1e3, ' 8080'); an integer here is
-  // decimal digits, and not so many that they make Infinity, which passed every maximum.
+  // An integer here is decimal digits, and not so many that they make Infinity, which passed every
+  // maximum; Value.Convert would take any text JavaScript takes for a number (0x10, 1e3, ' 8080').
   const notDigits = INTEGER_VARIABLES.find((name) => raw[name] !== undefined && !/^\d{1,20}$/.test(raw[name]))
-  if (notDigits !== undefined || !validateConfig(raw)) {
-    const name = notDigits ?? validateConfig.errors?.[0]?.instancePath.slice(1) ?? ''
+  // Checked by TypeBox's interpreter, not a compiled validator: read once a process, the compiling cost
+  // every command 30 ms of a start of 200 (Ajv writing and compiling code for 25 settings).
+  const config = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Static<typeof ConfigSchema>
+  if (notDigits !== undefined || !Value.Check(ConfigSchema, config)) {
+    const name = notDigits ?? Value.Errors(ConfigSchema, config)[0]?.instancePath.slice(1) ?? ''
     throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(env[name] ?? ''))}; it must be ${allowedValues(name)}`)
   }
-  const config = raw as unknown as Static<typeof ConfigSchema>
   if (config.TRUST_PROXY !== undefined && parseTrustedProxies(config.TRUST_PROXY) === undefined) {
     throw new ConfigError(`Invalid configuration: TRUST_PROXY is ${JSON.stringify(config.TRUST_PROXY)}; it must be ${allowedValues('TRUST_PROXY')}: ` +
       'addresses (IPv4 as four decimal numbers) or CIDRs, comma-separated; no /0, which would let every client choose its own address')
