@@ -196,6 +196,11 @@ function notAUrl (name: string, value: string, rule = ''): ConfigError {
   return new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(value))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)${rule}`)
 }
 
+/** The path of the SQLite store that a DATABASE_URL names (`:memory:` for a throw-away one); undefined for a PostgreSQL store. */
+export function sqlitePathOf (databaseUrl: string): string | undefined {
+  return databaseUrl.startsWith('sqlite:') ? databaseUrl.slice('sqlite:'.length) : undefined
+}
+
 /** Reads the configuration from an environment, applying defaults; the only reader of process.env. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {}
@@ -244,7 +249,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL')
   }
   // SQLite opens these as names of files: a folder named ~ in the working folder, a file named :memory.
-  const sqlitePath = config.DATABASE_URL.startsWith('sqlite:') ? config.DATABASE_URL.slice('sqlite:'.length) : undefined
+  const sqlitePath = sqlitePathOf(config.DATABASE_URL)
   if (sqlitePath !== undefined && (sqlitePath.startsWith('~') || (sqlitePath.startsWith(':') && sqlitePath !== ':memory:'))) {
     throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(config.DATABASE_URL)}; ` +
       'sqlite: takes a path as written (a shell expands ~, the service does not), or :memory: (sqlite::memory:)')

@@ -11,7 +11,7 @@ import { generateApiKey } from '../api-keys/api-key.service.js'
 import { DEFAULT_VERIFIER_OPTIONS } from '../api-keys/api-key.verifier.js'
 import { SCOPES, scopeList } from '../api-keys/scopes.js'
 import { stoppedClock } from '../clock.js'
-import { ConfigError, loadConfig } from '../config.js'
+import { ConfigError, loadConfig, sqlitePathOf } from '../config.js'
 import { migrateToLatest, newerMigrationsMessage } from '../db/migrate.js'
 import { printable } from '../printable.js'
 import { INT64_MAX } from '../validation/int64.js'
@@ -56,7 +56,7 @@ function refuseThrowAwayStore (): void {
  * the store is open, where expiryOf reckons the expiry and refuses a moment past.
  */
 function refuseLifetime (lifetime: LifetimeOptions): void {
-  refuseImpossibleLifetime(lifetime, loadConfig().DATABASE_URL.startsWith('sqlite:') ? Date.now() : undefined)
+  refuseImpossibleLifetime(lifetime, sqlitePathOf(loadConfig().DATABASE_URL) !== undefined ? Date.now() : undefined)
 }
 
 /** Says, on stderr, that a newer build has migrated the store (see migrateToLatest). */
@@ -123,7 +123,7 @@ start the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to
       const storeFiles = sqliteStoreFiles(DATABASE_URL)
       const [path] = storeFiles
       if (path === undefined) {
-        throw new ConfigError(DATABASE_URL.startsWith('sqlite:') ?
+        throw new ConfigError(sqlitePathOf(DATABASE_URL) !== undefined ?
           'DATABASE_URL is sqlite::memory:, a throw-away store of the process that opens it: there is nothing to back up; point DATABASE_URL at the service\'s store' :
           'DATABASE_URL names a PostgreSQL store: back it up with PostgreSQL\'s own tools (pg_dump, or a base backup and its WAL)')
       }

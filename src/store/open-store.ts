@@ -1,14 +1,12 @@
 import { existsSync, realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock, type Clock } from '../clock.js'
-import { ConfigError, loadConfig, type Config } from '../config.js'
+import { ConfigError, loadConfig, sqlitePathOf, type Config } from '../config.js'
 import type { Deadlines } from './postgres/deadline-pool.js'
 import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
 import { isUnusableSqlitePath } from './store-errors.js'
 import type { Durability, Store, StoreLog } from './store.js'
-
-const SQLITE_PREFIX = 'sqlite:'
 
 export interface StoreOptions {
   /** PostgreSQL: a direct connection for LISTEN, when the store's URL is a pooler's. */
@@ -44,8 +42,8 @@ const DEFAULTS = storeOptionsFrom(loadConfig({}))
  * after the file its path leads to, links followed); none for PostgreSQL or `sqlite::memory:`.
  */
 export function sqliteStoreFiles (databaseUrl: string): string[] {
-  if (!databaseUrl.startsWith(SQLITE_PREFIX) || databaseUrl === 'sqlite::memory:') return []
-  const path = databaseUrl.slice(SQLITE_PREFIX.length)
+  const path = sqlitePathOf(databaseUrl)
+  if (path === undefined || path === ':memory:') return []
   const paths = new Set([resolve(path), existsSync(path) ? realpathSync(path) : resolve(path)])
   return [...paths].flatMap((file) => [file, `${file}-wal`, `${file}-shm`, `${file}-journal`])
 }
@@ -53,8 +51,8 @@ export function sqliteStoreFiles (databaseUrl: string): string[] {
 /** Opens the store that `DATABASE_URL` names (`sqlite:PATH` or `postgres://...`); the caller owns it and must `close()` it. */
 export function openStore (databaseUrl: string, options: StoreOptions = {}): Store {
   const { directUrl, poolSize = DEFAULTS.poolSize, deadlines = DEFAULTS.deadlines, durability = DEFAULTS.durability, checkpointStartDelayMs, clock, log = SILENT } = options
-  if (databaseUrl.startsWith(SQLITE_PREFIX)) {
-    const path = databaseUrl.slice(SQLITE_PREFIX.length)
+  const path = sqlitePathOf(databaseUrl)
+  if (path !== undefined) {
     try {
       return openSqliteStore(path, { durability, clock: clock ?? systemClock, log, checkpointStartDelayMs })
     } catch (error) {
