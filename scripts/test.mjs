@@ -42,23 +42,6 @@ const keepImportMetaUrl = {
   }
 }
 
-/**
- * Maps only this project's code: a stack trace's frames in a bundled package name the package's file,
- * at its first line. The packages' mappings were three quarters of the source maps, which Node decodes
- * as each test file loads and parses for each test's location (over 100 ms of CPU a file). esbuild
- * keeps a file's mappings only where its own source map (here one mapping, at the start) has one.
- */
-const mapOnlyOurCode = {
-  name: 'map-only-our-code',
-  setup (bundler) {
-    bundler.onLoad({ filter: /\/node_modules\/.*\.[cm]?js$/ }, async ({ path }) => {
-      const map = Buffer.from(JSON.stringify({ version: 3, sources: [path], names: [], mappings: 'AAAA' })).toString('base64')
-      const code = (await readFile(path, 'utf8')).replace(/\/\/# sourceMappingURL=\S*\s*$/, '')
-      return { contents: `${code}\n//# sourceMappingURL=data:application/json;base64,${map}\n`, loader: 'js' }
-    })
-  }
-}
-
 const packageJson = JSON.parse(await readFile('package.json', 'utf8'))
 const BUNDLED_PACKAGES = new Set(Object.keys(packageJson.dependencies).filter((name) => !UNBUNDLED_PACKAGES.includes(name)))
 
@@ -98,7 +81,7 @@ async function main () {
     // Node reads only the mappings: a test's stack trace names each frame's source file and line.
     sourcesContent: false,
     banner: REQUIRE_BANNER,
-    plugins: [bundleAsTheServiceDoes, keepImportMetaUrl, mapOnlyOurCode],
+    plugins: [bundleAsTheServiceDoes, keepImportMetaUrl],
     logLevel: 'warning'
   })
   const built = (file) => join(OUT, file.replace(/\.ts$/, '.js'))
