@@ -209,11 +209,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     // An empty variable means "not set", as in most shells' `VAR= command`.
     if (value !== undefined && value !== '') raw[name] = value
   }
-  // An integer here is decimal digits, and not so many that they make Infinity, which passed every
-  // maximum; Value.Convert would take any text JavaScript takes for a number (0x10, 1e3, ' 8080').
+  // An integer here is 1 to 20 decimal digits: Value.Convert would take any text JavaScript takes for a
+  // number (0x10, 1e3, ' 8080'), and enough digits make Infinity.
   const notDigits = INTEGER_VARIABLES.find((name) => raw[name] !== undefined && !/^\d{1,20}$/.test(raw[name]))
-  // Checked by TypeBox's interpreter, not a compiled validator: read once a process, the compiling cost
-  // every command 30 ms of a start of 200 (Ajv writing and compiling code for 25 settings).
+  // Checked by TypeBox's interpreter, not by a validator Ajv compiles: the configuration is read once a
+  // process, and compiling it cost every command about 20 ms of CPU at its start (architecture.md).
   const config = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Static<typeof ConfigSchema>
   if (notDigits !== undefined || !Value.Check(ConfigSchema, config)) {
     const name = notDigits ?? Value.Errors(ConfigSchema, config)[0]?.instancePath.slice(1) ?? ''
