@@ -145,6 +145,8 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   await whenReady(redis, REDIS_READY_TIMEOUT_MS)
   requireCredentials(redis, connectionError)
   await requireDatabase(redis)
+  const prefix = `petstore:${namespace}:`
+  await requirePermission(redis, prefix)
   // Refused later (a Redis down at start, or its password changed since), requests go unlimited until
   // the service is set up again: said once each time, where a request's failure says only "failed".
   let refusalLogged = false
@@ -154,7 +156,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
     app.log.error({ err: error }, 'the Redis server refuses REDIS_URL\'s user or password: requests are not limited until REDIS_URL is set right')
   })
   redis.on('ready', () => { refusalLogged = false })
-  await app.register(rateLimit, { global: false, store: storeNamed(`petstore:${namespace}:`, redis), skipOnError: false })
+  await app.register(rateLimit, { global: false, store: storeNamed(prefix, redis), skipOnError: false })
   let coolingUntil = 0
   // An outage at start is logged now, not with the first request it fails.
   let failing = redis.status !== 'ready'
@@ -220,6 +222,32 @@ async function requireDatabase (redis: Redis): Promise<void> {
     redis.disconnect()
     throw new ConfigError(`Invalid configuration: REDIS_URL names database ${db}, which the Redis server does not have (${(error as Error).message})`, { cause: error })
   }
+}
+
+/** The key of the count made at start to see that the user may make counts; it expires with its window, as any count. */
+const PERMISSION_CHECK_KEY = 'permission-check'
+
+/**
+ * Refuses a Redis user its ACL forbids the counts (the script they run, a command the script calls, or
+ * the service's keys): as with a refused password, every request would go unlimited until the service
+ * is set up again, with a warning every 10 s. Made as a count is, on a key of the service's own; an
+ * outage at start is not this.
+ */
+async function requirePermission (redis: Redis, prefix: string): Promise<void> {
+  if (redis.status !== 'ready') return
+  const refusal = await new Promise<Error | null>((resolve) => {
+    new RedisStore(false, false, redis, prefix).incr(PERMISSION_CHECK_KEY, (error) => { resolve(error) }, WINDOW_MS, 1)
+  })
+  if (!isPermissionRefusal(refusal)) return
+  redis.disconnect()
+  throw new ConfigError(`Invalid configuration: the Redis server does not let REDIS_URL's user count requests (${refusal.message}); ` +
+    `it needs EVALSHA, EVAL, INCR, PEXPIRE and PTTL on the keys ${prefix}*`, { cause: refusal })
+}
+
+// Redis's words for what a user's ACL forbids: a command (NOPERM), a key (NOPERM), or a command a script
+// calls (before Redis 7.2, "ERR The user executing the script can't run this command...").
+function isPermissionRefusal (error: Error | null): error is Error {
+  return error?.name === 'ReplyError' && /^NOPERM |^ERR The user executing the script can't run/.test(error.message)
 }
 
 /**

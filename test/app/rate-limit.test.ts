@@ -138,6 +138,8 @@ if (redisUrl) {
     const redis = new ioredis.Redis(redisUrl)
     defer(t, () => redis.quit())
     const prefix = `petstore:${await findSetting(db, 'installation_id')}:`
-    assert.deepEqual((await redis.keys(`${prefix}*`)).sort(), [`${prefix}address:192.0.2.7`, `${prefix}key:${id}`])
+    assert.deepEqual((await redis.keys(`${prefix}*`)).sort(), [`${prefix}address:192.0.2.7`, `${prefix}key:${id}`, `${prefix}permission-check`])
+    const checkTtl = await redis.pttl(`${prefix}permission-check`)
+    assert.ok(checkTtl > 0 && checkTtl <= 60_000, `the count made at start expires with its window (${checkTtl} ms left)`)
   })
 }

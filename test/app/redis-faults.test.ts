@@ -109,6 +109,38 @@ if (process.env.TEST_REDIS_URL) {
     assert.ok(!lines.join('').includes('right-secret'), `the password is in a log line: ${failed}`)
   })
 
+  test('a Redis user whose ACL forbids the counts stops the start, in Redis\'s words: it served every request unlimited, with a warning every 10 s', async (t) => {
+    const redis = await startRedis(t)
+    const { store, databaseUrl } = await createTestStore(t)
+    const port = new URL(redis.url).port
+    // No script at all; no INCR, which the script calls; and none of the service's keys.
+    const users = {
+      'no-scripts': ['+@all', '-evalsha', '-eval', '~*'],
+      'no-incr': ['+@all', '-incr', '~*'],
+      'other-keys': ['+@all', '~other:*']
+    }
+    await redisCommands(port, Object.entries(users).map(([name, rules]) => `ACL SETUSER ${name} on >user-secret ${rules.join(' ')}\r\n`).join(''))
+    const logger = createLogger('info', 'json', new Writable({ write: (_line, _encoding, done) => { done() } }))
+    const refusals: Record<string, string> = {}
+    for (const name of Object.keys(users)) {
+      const failed = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: `redis://${name}:user-secret@127.0.0.1:${port}` }), store, logger, limits: TEST_LIMITS })
+        .then(async (app) => { await app.close() }, (error: unknown) => error)
+      assert.ok(failed instanceof ConfigError, `${name}: ${String(failed)}`)
+      assert.ok(!failed.message.includes('user-secret'), failed.message)
+      refusals[name] = failed.message.replace(/script: \w+, on @user_script:\d+/, 'script: SHA, on @user_script:LINE').replace(/petstore:[\w-]+:/, 'petstore:ID:')
+    }
+    const needs = 'it needs EVALSHA, EVAL, INCR, PEXPIRE and PTTL on the keys petstore:ID:*'
+    const refused = (words: string) => `Invalid configuration: the Redis server does not let REDIS_URL's user count requests (${words}); ${needs}`
+    assert.deepEqual(refusals, {
+      'no-scripts': refused("NOPERM this user has no permissions to run the 'eval' command"),
+      'no-incr': refused("ERR The user executing the script can't run this command or subcommand script: SHA, on @user_script:LINE."),
+      'other-keys': refused('NOPERM this user has no permissions to access one of the keys used as arguments')
+    })
+    // The default user, which may do all of it, starts.
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), store, logger, limits: TEST_LIMITS })
+    await app.close()
+  })
+
   test('a REDIS_URL naming a database the server does not have stops the start, naming it: its counters went to database 0', async (t) => {
     const { store, databaseUrl } = await createTestStore(t)
     const url = new URL(process.env.TEST_REDIS_URL!)
