@@ -245,7 +245,7 @@ async function requirePermission (redis: Redis, prefix: string): Promise<void> {
 }
 
 // Redis's words for what a user's ACL forbids: a command (NOPERM), a key (NOPERM), or a command a script
-// calls (before Redis 7.2, "ERR The user executing the script can't run this command...").
+// calls (Redis 7.0 says "ERR The user executing the script can't run this command...").
 function isPermissionRefusal (error: Error | null): error is Error {
   return error?.name === 'ReplyError' && /^NOPERM |^ERR The user executing the script can't run/.test(error.message)
 }
