@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import RedisStore from '@fastify/rate-limit/store/RedisStore.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -146,7 +147,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   requireCredentials(redis, connectionError)
   await requireDatabase(redis)
   const prefix = `petstore:${namespace}:`
-  await requirePermission(redis, prefix)
+  const unusable = await requirePermission(redis, prefix)
   // Refused later (a Redis down at start, or its password changed since), requests go unlimited until
   // the service is set up again: said once each time, where a request's failure says only "failed".
   let refusalLogged = false
@@ -158,9 +159,10 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   redis.on('ready', () => { refusalLogged = false })
   await app.register(rateLimit, { global: false, store: storeNamed(prefix, redis), skipOnError: false })
   let coolingUntil = 0
-  // An outage at start is logged now, not with the first request it fails.
-  let failing = redis.status !== 'ready'
-  if (failing) app.log.warn({ err: connectionError }, 'rate-limit store (Redis) cannot be used at start: requests are not limited until it answers')
+  // An outage at start is logged now, not with the first request it fails: one that keeps Redis from
+  // answering, or from counting (a read-only replica, a full memory).
+  let failing = redis.status !== 'ready' || unusable !== undefined
+  if (failing) app.log.warn({ err: unusable ?? connectionError }, 'rate-limit store (Redis) cannot be used at start: requests are not limited until it answers')
   return (kind, keyOf) => {
     const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: (request) => `${kind}:${keyOf(request)}` })
     return async (request) => {
@@ -224,30 +226,33 @@ async function requireDatabase (redis: Redis): Promise<void> {
   }
 }
 
-/** The key of the count made at start to see that the user may make counts; it expires with its window, as any count. */
-const PERMISSION_CHECK_KEY = 'permission-check'
-
 /**
- * Refuses a Redis user its ACL forbids the counts (the script they run, a command the script calls, or
- * the service's keys): as with a refused password, every request would go unlimited until the service
- * is set up again, with a warning every 10 s. Made as a count is, on a key of the service's own; an
- * outage at start is not this.
+ * Refuses a Redis user whose ACL forbids the counts (the script they run, a command it calls, or the
+ * service's keys): as with a refused password, every request would go unlimited until the service is
+ * set up again, with a warning every 10 s. Two counts, made as every count is, on a key of this start's
+ * own (it expires with its window): the first sends the script (EVAL) and sets the window (INCR,
+ * PEXPIRE), the second names it (EVALSHA) and reads the window (PTTL), so that every command a count
+ * may send is tried, whatever the keys hold. Any other failure (an outage, a read-only replica, a full
+ * memory) may end by itself: it is returned, and requests pass uncounted meanwhile.
  */
-async function requirePermission (redis: Redis, prefix: string): Promise<void> {
-  if (redis.status !== 'ready') return
-  const refusal = await new Promise<Error | null>((resolve) => {
-    new RedisStore(false, false, redis, prefix).incr(PERMISSION_CHECK_KEY, (error) => { resolve(error) }, WINDOW_MS, 1)
-  })
-  if (!isPermissionRefusal(refusal)) return
+async function requirePermission (redis: Redis, prefix: string): Promise<Error | undefined> {
+  if (redis.status !== 'ready') return undefined
+  const store = new RedisStore(false, false, redis, prefix)
+  const key = `permission-check:${randomUUID()}`
+  const count = () => new Promise<Error | null>((resolve) => { store.incr(key, (error) => { resolve(error) }, WINDOW_MS, 1) })
+  const failure = await count() ?? await count()
+  if (failure === null) return undefined
+  if (!isPermissionRefusal(failure)) return failure
   redis.disconnect()
-  throw new ConfigError(`Invalid configuration: the Redis server does not let REDIS_URL's user count requests (${refusal.message}); ` +
-    `it needs EVALSHA, EVAL, INCR, PEXPIRE and PTTL on the keys ${prefix}*`, { cause: refusal })
+  throw new ConfigError(`Invalid configuration: the Redis server does not let REDIS_URL's user count requests (${failure.message}); ` +
+    `it needs EVAL, EVALSHA, INCR, PEXPIRE and PTTL on the keys ${prefix}*`, { cause: failure })
 }
 
-// Redis's words for what a user's ACL forbids: a command (NOPERM), a key (NOPERM), or a command a script
-// calls (Redis 7.0 says "ERR The user executing the script can't run this command...").
-function isPermissionRefusal (error: Error | null): error is Error {
-  return error?.name === 'ReplyError' && /^NOPERM |^ERR The user executing the script can't run/.test(error.message)
+// Redis's words for what a user's ACL forbids: a command or a key (NOPERM), or a command a script calls
+// (Redis 7.0 says "ERR The user executing the script can't run this command..."; matched anywhere, as
+// a version may say something before it).
+function isPermissionRefusal (error: Error): boolean {
+  return error.name === 'ReplyError' && /^NOPERM |The user executing the script can't run/.test(error.message)
 }
 
 /**

@@ -113,32 +113,44 @@ if (process.env.TEST_REDIS_URL) {
     const redis = await startRedis(t)
     const { store, databaseUrl } = await createTestStore(t)
     const port = new URL(redis.url).port
-    // No script at all; no INCR, which the script calls; and none of the service's keys.
+    // Each lacks one thing a count may use: a way to run the script, a command it calls, the service's keys.
     const users = {
-      'no-scripts': ['+@all', '-evalsha', '-eval', '~*'],
-      'no-incr': ['+@all', '-incr', '~*'],
-      'other-keys': ['+@all', '~other:*']
+      'no-eval': ['+@all', '-eval'],
+      'no-evalsha': ['+@all', '-evalsha'],
+      'no-incr': ['+@all', '-incr'],
+      'no-pexpire': ['+@all', '-pexpire'],
+      'no-pttl': ['+@all', '-pttl'],
+      'other-keys': ['+@all', 'resetkeys', '~other:*']
     }
-    await redisCommands(port, Object.entries(users).map(([name, rules]) => `ACL SETUSER ${name} on >user-secret ${rules.join(' ')}\r\n`).join(''))
+    await redisCommands(port, Object.entries(users).map(([name, rules]) => `ACL SETUSER ${name} on >user-secret ~* ${rules.join(' ')}\r\n`).join(''))
     const logger = createLogger('info', 'json', new Writable({ write: (_line, _encoding, done) => { done() } }))
-    const refusals: Record<string, string> = {}
     for (const name of Object.keys(users)) {
-      const failed = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: `redis://${name}:user-secret@127.0.0.1:${port}` }), store, logger, limits: TEST_LIMITS })
-        .then(async (app) => { await app.close() }, (error: unknown) => error)
-      assert.ok(failed instanceof ConfigError, `${name}: ${String(failed)}`)
-      assert.ok(!failed.message.includes('user-secret'), failed.message)
-      refusals[name] = failed.message.replace(/script: \w+, on @user_script:\d+/, 'script: SHA, on @user_script:LINE').replace(/petstore:[\w-]+:/, 'petstore:ID:')
+      // Twice: the first start's count leaves its key behind, which must not let the second pass.
+      for (let start = 1; start <= 2; start++) {
+        const failed = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: `redis://${name}:user-secret@127.0.0.1:${port}` }), store, logger, limits: TEST_LIMITS })
+          .then(async (app) => { await app.close() }, (error: unknown) => error)
+        assert.ok(failed instanceof ConfigError, `${name}, start ${start}: ${String(failed)}`)
+        // Redis's own words differ from version to version (7.2 names the user): only their kind is checked.
+        assert.match(failed.message, /^Invalid configuration: the Redis server does not let REDIS_URL's user count requests \(.*(NOPERM |The user executing the script can't run).*\); it needs EVAL, EVALSHA, INCR, PEXPIRE and PTTL on the keys petstore:[\w-]+:\*$/, name)
+        assert.ok(!failed.message.includes('user-secret'), failed.message)
+      }
     }
-    const needs = 'it needs EVALSHA, EVAL, INCR, PEXPIRE and PTTL on the keys petstore:ID:*'
-    const refused = (words: string) => `Invalid configuration: the Redis server does not let REDIS_URL's user count requests (${words}); ${needs}`
-    assert.deepEqual(refusals, {
-      'no-scripts': refused("NOPERM this user has no permissions to run the 'eval' command"),
-      'no-incr': refused("ERR The user executing the script can't run this command or subcommand script: SHA, on @user_script:LINE."),
-      'other-keys': refused('NOPERM this user has no permissions to access one of the keys used as arguments')
-    })
     // The default user, which may do all of it, starts.
     const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), store, logger, limits: TEST_LIMITS })
     await app.close()
+  })
+
+  test('a read-only replica as REDIS_URL is an outage, not a fault of the setting: the start warns in Redis\'s words, and requests pass uncounted', async (t) => {
+    const primary = await startRedis(t)
+    const replica = await startRedis(t, ['--replicaof', '127.0.0.1', new URL(primary.url).port])
+    const lines: string[] = []
+    const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(String(line)); done() } }))
+    const testApp = await build(t, { env: { REDIS_URL: replica.url }, logger })
+    const warning = lines.find((line) => line.includes('rate-limit store (Redis) cannot be used at start'))
+    assert.match(warning ?? '', /READONLY/, lines.join(''))
+    const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.equal(response.statusCode, 200)
+    assert.equal(response.headers.ratelimit, undefined, 'not counted')
   })
 
   test('a REDIS_URL naming a database the server does not have stops the start, naming it: its counters went to database 0', async (t) => {
