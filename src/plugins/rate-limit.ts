@@ -243,6 +243,9 @@ async function requirePermission (redis: Redis, prefix: string): Promise<Error |
   const failure = await count() ?? await count()
   if (failure === null) return undefined
   if (!isPermissionRefusal(failure)) return failure
+  // A count refused halfway (PEXPIRE, PTTL, or EVALSHA after the first count) leaves its key, without
+  // an expiry if PEXPIRE was refused: it is deleted, unless the user may not delete it either.
+  await redis.del(`${prefix}${key}`).catch(() => {})
   redis.disconnect()
   throw new ConfigError(`Invalid configuration: the Redis server does not let REDIS_URL's user count requests (${failure.message}); ` +
     `it needs EVAL, EVALSHA, INCR, PEXPIRE and PTTL on the keys ${prefix}*`, { cause: failure })

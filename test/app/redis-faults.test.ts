@@ -135,6 +135,8 @@ if (process.env.TEST_REDIS_URL) {
         assert.ok(!failed.message.includes('user-secret'), failed.message)
       }
     }
+    // A count refused halfway (after INCR) left its key, without an expiry where PEXPIRE was refused.
+    assert.equal(await redisCommands(port, 'KEYS *permission-check:*\r\nQUIT\r\n'), '*0\r\n+OK\r\n', 'a refused start\'s key is left')
     // The default user, which may do all of it, starts.
     const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url }), store, logger, limits: TEST_LIMITS })
     await app.close()
