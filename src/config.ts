@@ -238,6 +238,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (['', '/'].includes(new URL(url).pathname) && (env.PGDATABASE ?? '') === '') {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
+    // libpq's, which pg reads from no URL: set, it was ignored without a word, whatever its value.
+    if (new URL(url).searchParams.has('connect_timeout')) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its connect_timeout is not read: ` +
+        `the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (${config.DATABASE_CONNECT_TIMEOUT_MS} ms): remove connect_timeout, and set that instead`)
+    }
   }
   if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {
     throw new ConfigError('Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a SQLite store; ' +

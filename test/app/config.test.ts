@@ -39,6 +39,12 @@ test('a configuration error names the variable, the value received and what is a
     // Taken, it was the user's database (postgres), which `keys list` migrated.
     [{ DATABASE_URL: 'postgres://app:s3cret@db:5432' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432"; it names no database: add /DB after the host and port (or set PGDATABASE)'],
     [{ DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/?sslmode=require' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/?sslmode=require"; it names no database: add /DB after the host and port (or set PGDATABASE)'],
+    // libpq's, which pg reads from no URL: it was ignored, whatever its value.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?connect_timeout=abc' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets?connect_timeout=abc"; ' +
+    'its connect_timeout is not read: the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (2000 ms): remove connect_timeout, and set that instead'],
+    [{ DATABASE_URL: 'postgres://app:s3cret@pooler/pets', DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/pets?sslmode=require&connect_timeout=10', DATABASE_CONNECT_TIMEOUT_MS: '500' },
+      'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/pets?sslmode=require&connect_timeout=10"; ' +
+      'its connect_timeout is not read: the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (500 ms): remove connect_timeout, and set that instead'],
     // Taken, the driver connected to "secretpart" and its error named that host: a part of the password.
     [{ DATABASE_URL: 'postgres://app:hunter2@secretpart/rest@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432/pets"; ' +
     'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
