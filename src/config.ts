@@ -235,11 +235,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (!URL.canParse(url)) throw notAUrl(name, url)
     // The driver then takes PGDATABASE's, or else the user's name for it: postgres, the server's own,
     // which a command migrated without a word.
-    if (['', '/'].includes(new URL(url).pathname) && (env.PGDATABASE ?? '') === '') {
+    const { pathname, searchParams } = new URL(url)
+    if (['', '/'].includes(pathname) && (env.PGDATABASE ?? '') === '') {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
     // libpq's, which pg reads from no URL: set, it was ignored without a word, whatever its value.
-    if (new URL(url).searchParams.has('connect_timeout')) {
+    if (searchParams.has('connect_timeout')) {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its connect_timeout is not read: ` +
         `the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (${config.DATABASE_CONNECT_TIMEOUT_MS} ms): remove connect_timeout, and set that instead`)
     }

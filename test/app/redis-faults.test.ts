@@ -125,7 +125,7 @@ if (process.env.TEST_REDIS_URL) {
     await redisCommands(port, Object.entries(users).map(([name, rules]) => `ACL SETUSER ${name} on >user-secret ~* ${rules.join(' ')}\r\n`).join(''))
     const logger = createLogger('info', 'json', new Writable({ write: (_line, _encoding, done) => { done() } }))
     for (const name of Object.keys(users)) {
-      // Twice: the first start's count leaves its key behind, which must not let the second pass.
+      // Twice: each start checks on a key of its own, and each must be refused.
       for (let start = 1; start <= 2; start++) {
         const failed = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: `redis://${name}:user-secret@127.0.0.1:${port}` }), store, logger, limits: TEST_LIMITS })
           .then(async (app) => { await app.close() }, (error: unknown) => error)
