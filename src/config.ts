@@ -196,6 +196,39 @@ function notAUrl (name: string, value: string, rule = ''): ConfigError {
   return new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(value))}; it must be ${allowedValues(name)}: a URL (its port a number up to 65535)${rule}`)
 }
 
+/**
+ * The parameters of a PostgreSQL URL that pg, the driver, reads (through pg-connection-string) and
+ * that leave the store working as it must. pg copies any other name into its settings and reads it no
+ * further: libpq's own (target_session_attrs, keepalives, channel_binding...) and a misspelled one
+ * (sslmod=require, which left the connection unencrypted) were ignored without a word.
+ */
+const READ_URL_PARAMETERS = [
+  'host', 'port', 'user', 'password', 'options', 'application_name', 'fallback_application_name',
+  'ssl', 'sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'sslnegotiation', 'uselibpqcompat',
+  'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'
+]
+
+/** Why a PostgreSQL URL's parameter is refused at start; undefined when it is read as written. */
+function refusedParameter (parameter: string, config: Config): string | undefined {
+  if (READ_URL_PARAMETERS.includes(parameter)) return undefined
+  switch (parameter) {
+    // libpq's, which pg overwrites with its own setting.
+    case 'connect_timeout':
+      return `its connect_timeout is not read: the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (${config.DATABASE_CONNECT_TIMEOUT_MS} ms): ` +
+        'remove connect_timeout, and set that instead'
+    // Read, it replaced the service's deadline: 0 failed every statement, a large one let a frozen server hold requests.
+    case 'query_timeout':
+      return `its query_timeout would replace the service's wait for a statement, DATABASE_STATEMENT_TIMEOUT_MS (${config.DATABASE_STATEMENT_TIMEOUT_MS} ms): ` +
+        'remove query_timeout, and set that instead'
+    // Read, it opened a replication session, which refused every statement with parameters.
+    case 'replication':
+      return 'its replication is refused: the store\'s statements cannot run on a replication connection: remove replication'
+    default:
+      return `its parameter ${JSON.stringify(parameter)} is not read by pg, the service's PostgreSQL driver, and would be ignored without a word: ` +
+        `remove it (the parameters read are ${READ_URL_PARAMETERS.join(', ')})`
+  }
+}
+
 /** The path of the SQLite store that a DATABASE_URL names (`:memory:` for a throw-away one); undefined for a PostgreSQL store. */
 export function sqlitePathOf (databaseUrl: string): string | undefined {
   return databaseUrl.startsWith('sqlite:') ? databaseUrl.slice('sqlite:'.length) : undefined
@@ -239,11 +272,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (['', '/'].includes(pathname) && (env.PGDATABASE ?? '') === '') {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
-    // libpq's, which pg reads from no URL: set, it was ignored without a word, whatever its value.
-    if (searchParams.has('connect_timeout')) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its connect_timeout is not read: ` +
-        `the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (${config.DATABASE_CONNECT_TIMEOUT_MS} ms): remove connect_timeout, and set that instead`)
-    }
+    const refusal = [...searchParams.keys()].map((parameter) => refusedParameter(parameter, config)).find((reason) => reason !== undefined)
+    if (refusal !== undefined) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; ${refusal}`)
   }
   if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {
     throw new ConfigError('Invalid configuration: DATABASE_DIRECT_URL is set, but DATABASE_URL is a SQLite store; ' +

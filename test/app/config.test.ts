@@ -15,6 +15,13 @@ test('values are read and typed; empty means unset', () => {
   assert.ok(Object.isFrozen(config))
 })
 
+/** The refusal of a PostgreSQL URL's parameter that pg does not read. */
+function notRead (parameter: string): string {
+  return `its parameter "${parameter}" is not read by pg, the service's PostgreSQL driver, and would be ignored without a word: remove it (the parameters read are host, port, ` +
+    'user, password, options, application_name, fallback_application_name, ssl, sslmode, sslcert, sslkey, sslrootcert, sslnegotiation, uselibpqcompat, statement_timeout, ' +
+    'lock_timeout, idle_in_transaction_session_timeout)'
+}
+
 test('a configuration error names the variable, the value received and what is allowed, never a password', () => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL is "loud"; it must be one of fatal, error, warn, info, debug, trace, silent'],
@@ -45,6 +52,19 @@ test('a configuration error names the variable, the value received and what is a
     [{ DATABASE_URL: 'postgres://app:s3cret@pooler/pets', DATABASE_DIRECT_URL: 'postgres://app:s3cret@db/pets?sslmode=require&connect_timeout=10', DATABASE_CONNECT_TIMEOUT_MS: '500' },
       'Invalid configuration: DATABASE_DIRECT_URL is "postgres://app:***@db/pets?sslmode=require&connect_timeout=10"; ' +
       'its connect_timeout is not read: the wait for a connection is DATABASE_CONNECT_TIMEOUT_MS (500 ms): remove connect_timeout, and set that instead'],
+    // Misspelled, it was ignored, and the connection was not encrypted.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?sslmod=require' }, `Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets?sslmod=require"; ${notRead('sslmod')}`],
+    // libpq's: ignored, the operator believed a standby would be refused.
+    [{ DATABASE_DIRECT_URL: 'postgres://app:s3cret@db1/pets?sslmode=require&target_session_attrs=read-write' }, 'Invalid configuration: DATABASE_DIRECT_URL is ' +
+    `"postgres://app:***@db1/pets?sslmode=require&target_session_attrs=read-write"; ${notRead('target_session_attrs')}`],
+    [{ DATABASE_URL: 'postgres://app@db/pets?sslpassword=s3cret' }, `Invalid configuration: DATABASE_URL is "postgres://***@db/pets?sslpassword=***"; ${notRead('sslpassword')}`],
+    // Read, it replaced the service's deadline: 0 failed every statement at once.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?query_timeout=0', DATABASE_STATEMENT_TIMEOUT_MS: '800' }, 'Invalid configuration: DATABASE_URL is ' +
+    '"postgres://app:***@db/pets?query_timeout=0"; its query_timeout would replace the service\'s wait for a statement, DATABASE_STATEMENT_TIMEOUT_MS (800 ms): ' +
+    'remove query_timeout, and set that instead'],
+    // Read, it opened a replication session: every statement with parameters failed.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?replication=database' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets?replication=database"; ' +
+    'its replication is refused: the store\'s statements cannot run on a replication connection: remove replication'],
     // Taken, the driver connected to "secretpart" and its error named that host: a part of the password.
     [{ DATABASE_URL: 'postgres://app:hunter2@secretpart/rest@db:5432/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db:5432/pets"; ' +
     'its user name or password holds a / that is not percent-encoded: write / as %2F (and @ as %40)'],
@@ -145,6 +165,13 @@ test('an invalid value is a one-line error naming the variable', () => {
 
 test('a PostgreSQL URL without a database is taken when PGDATABASE names one, as the driver then connects to it', () => {
   assert.equal(loadConfig({ DATABASE_URL: 'postgres://app@db:5432', PGDATABASE: 'pets' }).DATABASE_URL, 'postgres://app@db:5432')
+})
+
+test('a PostgreSQL URL with the parameters pg reads is taken', () => {
+  const url = 'postgres://app:pw@db/pets?host=/var/run/postgresql&port=5433&user=app&password=pw&options=-c%20search_path%3Dpets&application_name=api' +
+    '&fallback_application_name=petstore&ssl=true&sslmode=verify-full&sslnegotiation=postgres&uselibpqcompat=true&statement_timeout=3000&lock_timeout=1000' +
+    '&idle_in_transaction_session_timeout=5000'
+  assert.equal(loadConfig({ DATABASE_URL: url }).DATABASE_URL, url)
 })
 
 test('a PostgreSQL URL with an @ in its query is taken: the @ is a parameter\'s, not a password\'s', () => {
