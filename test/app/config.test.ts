@@ -94,6 +94,12 @@ test('a configuration error names the variable, the value received and what is a
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     [{ REDIS_URL: 'redis://cache:6379/notadb' }, 'Invalid configuration: REDIS_URL is "redis://cache:6379/notadb"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
+    // Taken, it replaced the service's deadline: a frozen Redis held every request for 20 s, not 100 ms.
+    [{ REDIS_URL: 'redis://cache:6379/0?commandTimeout=20000' }, 'Invalid configuration: REDIS_URL is "redis://cache:6379/0?commandTimeout=20000"; its parameter "commandTimeout" ' +
+    'is refused: the Redis client would take it as one of its options, over the service\'s own (its wait for Redis among them: REDIS_TIMEOUT_MS): remove the query'],
+    [{ REDIS_URL: 'rediss://app:s3cret@cache:6380?keyPrefix=x&password=s3cret' }, 'Invalid configuration: REDIS_URL is "rediss://app:***@cache:6380?keyPrefix=***&password=***"; ' +
+    'its parameter "keyPrefix" is refused: the Redis client would take it as one of its options, over the service\'s own (its wait for Redis among them: REDIS_TIMEOUT_MS): ' +
+    'remove the query'],
     // Of the form the examples show, but too long: the message said only "of the form 90d or 24h".
     [{ API_KEY_DEFAULT_TTL: '1000000d' }, 'Invalid configuration: API_KEY_DEFAULT_TTL is "1000000d"; it must be an integer from 1 to 999999 and one unit of s, m, h or d, such as 90d or 24h'],
     // Taken as paths, they made folders named after the URL, the password in one of them.
