@@ -298,8 +298,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // ioredis takes each query parameter as one of its options, over the service's own: commandTimeout
   // there let a frozen Redis hold every request for as long as it said, past REDIS_TIMEOUT_MS.
   const [redisParameter] = redisUrl === undefined ? [] : new URL(redisUrl).searchParams.keys()
-  if (redisParameter !== undefined) {
-    throw new ConfigError(`Invalid configuration: REDIS_URL is ${JSON.stringify(withoutPassword(redisUrl!))}; its parameter ${JSON.stringify(redisParameter)} is refused: ` +
+  if (redisUrl !== undefined && redisParameter !== undefined) {
+    throw new ConfigError(`Invalid configuration: REDIS_URL is ${JSON.stringify(withoutPassword(redisUrl))}; its parameter ${JSON.stringify(redisParameter)} is refused: ` +
       'the Redis client would take it as one of its options, over the service\'s own (its wait for Redis among them: REDIS_TIMEOUT_MS): remove the query')
   }
   for (const name of ['PUBLIC_BASE_URL', 'STAGING_BASE_URL'] as const) {
