@@ -168,10 +168,20 @@ function withoutPassword (value: string): string {
   return `${value.slice(0, secretStart)}***${withoutCredentialParameters(value.slice(at))}`
 }
 
-const CREDENTIAL_PARAMETER = /([?&][^=&#]*(?:pass|pwd|secret|token|key|auth|cred)[^=&#]*=)[^&#]*/gi
+const CREDENTIAL_NAME = /pass|pwd|secret|token|key|auth|cred/i
 
+/** Masks each parameter named like a credential, its name read as the driver reads it (`p%61ssword` is `password`). */
 function withoutCredentialParameters (url: string): string {
-  return url.replace(CREDENTIAL_PARAMETER, '$1***')
+  return url.replace(/([?&;])([^=&;#]*)=([^&;#]*)/g, (parameter, separator: string, name: string) =>
+    CREDENTIAL_NAME.test(name) || CREDENTIAL_NAME.test(decodedOrAsIs(name)) ? `${separator}${name}=***` : parameter)
+}
+
+function decodedOrAsIs (text: string): string {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '))
+  } catch {
+    return text
+  }
 }
 
 /**
@@ -207,6 +217,23 @@ const READ_URL_PARAMETERS = [
   'ssl', 'sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'sslnegotiation', 'uselibpqcompat',
   'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'
 ]
+
+/**
+ * Why a PostgreSQL URL's parameters are refused at start; undefined when each is read as written.
+ * They are read as pg-connection-string reads them: a URL holding a space or a % without two hex
+ * digits is put through `encodeURI` first, which leaves an encoded name (`ssl%6Dode`) as it is.
+ */
+function refusedParameters (url: string, config: Config): string | undefined {
+  const asRead = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url
+  const { searchParams, search } = new URL(asRead)
+  // Read as a part of the value before it (application_name=api;sslmode=require is one name).
+  if (search.includes(';')) return 'its query holds a ;: separate its parameters with &'
+  const names = [...searchParams.keys()]
+  const repeated = names.find((parameter, i) => names.indexOf(parameter) !== i)
+  // The last one is read: sslmode=require&sslmode=disable connected without TLS.
+  if (repeated !== undefined) return `its parameter ${JSON.stringify(repeated)} is given more than once: keep one`
+  return names.map((parameter) => refusedParameter(parameter, config)).find((reason) => reason !== undefined)
+}
 
 /** Why a PostgreSQL URL's parameter is refused at start; undefined when it is read as written. */
 function refusedParameter (parameter: string, config: Config): string | undefined {
@@ -268,11 +295,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (!URL.canParse(url)) throw notAUrl(name, url)
     // The driver then takes PGDATABASE's, or else the user's name for it: postgres, the server's own,
     // which a command migrated without a word.
-    const { pathname, searchParams } = new URL(url)
+    const { pathname } = new URL(url)
     if (['', '/'].includes(pathname) && (env.PGDATABASE ?? '') === '') {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
-    const refusal = [...searchParams.keys()].map((parameter) => refusedParameter(parameter, config)).find((reason) => reason !== undefined)
+    const refusal = refusedParameters(url, config)
     if (refusal !== undefined) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; ${refusal}`)
   }
   if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {

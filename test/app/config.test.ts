@@ -58,6 +58,20 @@ test('a configuration error names the variable, the value received and what is a
     [{ DATABASE_DIRECT_URL: 'postgres://app:s3cret@db1/pets?sslmode=require&target_session_attrs=read-write' }, 'Invalid configuration: DATABASE_DIRECT_URL is ' +
     `"postgres://app:***@db1/pets?sslmode=require&target_session_attrs=read-write"; ${notRead('target_session_attrs')}`],
     [{ DATABASE_URL: 'postgres://app@db/pets?sslpassword=s3cret' }, `Invalid configuration: DATABASE_URL is "postgres://***@db/pets?sslpassword=***"; ${notRead('sslpassword')}`],
+    // pg reads the parameters of a URL holding a space as encodeURI leaves them: ssl%6Dode was ignored.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?ssl%6Dode=require&application_name=a b' }, 'Invalid configuration: DATABASE_URL is ' +
+    `"postgres://app:***@db/pets?ssl%6Dode=require&application_name=a b"; ${notRead('ssl%6Dode')}`],
+    // The last was read: the connection was not encrypted.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?sslmode=require&sslmode=disable' }, 'Invalid configuration: DATABASE_URL is ' +
+    '"postgres://app:***@db/pets?sslmode=require&sslmode=disable"; its parameter "sslmode" is given more than once: keep one'],
+    // Read as a part of application_name.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?application_name=api;sslmode=require' }, 'Invalid configuration: DATABASE_URL is ' +
+    '"postgres://app:***@db/pets?application_name=api;sslmode=require"; its query holds a ;: separate its parameters with &'],
+    // An encoded name was masked only as written: the password was shown.
+    [{ DATABASE_URL: 'postgres://app@db/pets?p%61ssword=s3cret&target_session_attrs=any' }, 'Invalid configuration: DATABASE_URL is ' +
+    `"postgres://***@db/pets?p%61ssword=***&target_session_attrs=any"; ${notRead('target_session_attrs')}`],
+    [{ REDIS_URL: 'redis://:pw@cache:6379/?p%61ssword=s3cret' }, 'Invalid configuration: REDIS_URL is "redis://:***@cache:6379/?p%61ssword=***"; its parameter "password" ' +
+    'is refused: the Redis client would take it as one of its options, over the service\'s own (its wait for Redis among them: REDIS_TIMEOUT_MS): remove the query'],
     // Read, it replaced the service's deadline: 0 failed every statement at once.
     [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?query_timeout=0', DATABASE_STATEMENT_TIMEOUT_MS: '800' }, 'Invalid configuration: DATABASE_URL is ' +
     '"postgres://app:***@db/pets?query_timeout=0"; its query_timeout would replace the service\'s wait for a statement, DATABASE_STATEMENT_TIMEOUT_MS (800 ms): ' +
@@ -174,7 +188,7 @@ test('a PostgreSQL URL without a database is taken when PGDATABASE names one, as
 })
 
 test('a PostgreSQL URL with the parameters pg reads is taken', () => {
-  const url = 'postgres://app:pw@db/pets?host=/var/run/postgresql&port=5433&user=app&password=pw&options=-c%20search_path%3Dpets&application_name=api' +
+  const url = 'postgres://app:pw@localhost/pets?host=/var/run/postgresql&port=5433&user=app&password=pw&options=-c%20search_path%3Dpets&application_name=api' +
     '&fallback_application_name=petstore&ssl=true&sslmode=verify-full&sslnegotiation=postgres&uselibpqcompat=true&statement_timeout=3000&lock_timeout=1000' +
     '&idle_in_transaction_session_timeout=5000'
   assert.equal(loadConfig({ DATABASE_URL: url }).DATABASE_URL, url)
