@@ -224,7 +224,8 @@ const READ_URL_PARAMETERS = [
  * digits is put through `encodeURI` first, which leaves an encoded name (`ssl%6Dode`) as it is.
  */
 function refusedParameters (url: string, config: Config): string | undefined {
-  const asRead = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url
+  // Well formed, as encodeURI throws on an unpaired surrogate, where the URL parser reads it as U+FFFD.
+  const asRead = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url.toWellFormed()).replace(/%25(\d\d)/g, '%$1') : url
   const { searchParams, search } = new URL(asRead)
   // Read as a part of the value before it (application_name=api;sslmode=require is one name).
   if (search.includes(';')) return 'its query holds a ;: separate its parameters with &'

@@ -61,6 +61,9 @@ test('a configuration error names the variable, the value received and what is a
     // pg reads the parameters of a URL holding a space as encodeURI leaves them: ssl%6Dode was ignored.
     [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?ssl%6Dode=require&application_name=a b' }, 'Invalid configuration: DATABASE_URL is ' +
     `"postgres://app:***@db/pets?ssl%6Dode=require&application_name=a b"; ${notRead('ssl%6Dode')}`],
+    // An unpaired surrogate (not from an environment, whose bytes are read as UTF-8) threw a URIError.
+    [{ DATABASE_URL: 'postgres://app@db/pets?application_name=\uD800 x&sslmod=require' }, 'Invalid configuration: DATABASE_URL is ' +
+    `"postgres://***@db/pets?application_name=\\ud800 x&sslmod=require"; ${notRead('sslmod')}`],
     // The last was read: the connection was not encrypted.
     [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?sslmode=require&sslmode=disable' }, 'Invalid configuration: DATABASE_URL is ' +
     '"postgres://app:***@db/pets?sslmode=require&sslmode=disable"; its parameter "sslmode" is given more than once: keep one'],
