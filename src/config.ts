@@ -282,7 +282,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.TRUST_PROXY !== undefined && parseTrustedProxies(config.TRUST_PROXY) === undefined) {
     throw new ConfigError(`Invalid configuration: TRUST_PROXY is ${JSON.stringify(config.TRUST_PROXY)}; it must be ${allowedValues('TRUST_PROXY')}: ` +
-      'addresses (IPv4 as four decimal numbers) or CIDRs, comma-separated; no /0, which would let every client choose its own address')
+      'addresses (IPv4 as four decimal numbers) or CIDRs, comma-separated; none wider than an IPv4 /8 or an IPv6 /7 (a /0, or two /1s, would let every client ' +
+      'choose its own address)')
   }
   // The patterns take any text after postgres:// or redis://; the driver would fail on it only when it connects.
   for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL'] as const) {

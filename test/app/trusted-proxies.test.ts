@@ -86,11 +86,16 @@ test('a trusted proxy\'s connections are not held to CONNECTIONS_PER_ADDRESS, wh
 test('TRUST_PROXY takes addresses and CIDRs, and refuses anything else naming the variable', () => {
   assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.168.1.7' }).TRUST_PROXY, '10.0.0.0/8, ::1,192.168.1.7')
   assert.equal(loadConfig({ TRUST_PROXY: '::ffff:10.0.0.1,2001:db8::/32' }).TRUST_PROXY, '::ffff:10.0.0.1,2001:db8::/32')
+  assert.equal(loadConfig({ TRUST_PROXY: 'fc00::/7,::ffff:10.0.0.0/104' }).TRUST_PROXY, 'fc00::/7,::ffff:10.0.0.0/104')
   // Other ways to write an IPv4 address (octal, hexadecimal, fewer parts) trusted another address than
-  // the one meant (127.0.0.010 is 127.0.0.8); a /0 (every address) stopped the start with a raw error.
-  for (const value of ['proxy.internal', '10.0.0.0/33', '10.0.0.0/8;', ', ,', '*', '127.0.0.010', '010.0.0.1/8', '1', '127.1', '0x7f000002', '0.0.0.0/0', '::/0']) {
+  // the one meant (127.0.0.010 is 127.0.0.8); a /0 (every address) stopped the start with a raw error,
+  // and two /1s, or every IPv4-mapped address (::ffff:0.0.0.0/96), trusted every client.
+  const refused = ['proxy.internal', '10.0.0.0/33', '10.0.0.0/8;', ', ,', '*', '127.0.0.010', '010.0.0.1/8', '1', '127.1', '0x7f000002', '0.0.0.0/0', '::/0',
+    '0.0.0.0/1,128.0.0.0/1', '::ffff:0.0.0.0/96', '::ffff:0.0.0.0/103', '::/1,8000::/1', '10.0.0.0/7']
+  for (const value of refused) {
     assert.throws(() => loadConfig({ TRUST_PROXY: value }), (error: unknown) => error instanceof ConfigError &&
       error.message === `Invalid configuration: TRUST_PROXY is ${JSON.stringify(value)}; it must be of the form 10.0.0.0/8 or 127.0.0.1,10.1.2.0/24: ` +
-      'addresses (IPv4 as four decimal numbers) or CIDRs, comma-separated; no /0, which would let every client choose its own address', value)
+      'addresses (IPv4 as four decimal numbers) or CIDRs, comma-separated; none wider than an IPv4 /8 or an IPv6 /7 (a /0, or two /1s, would let every client ' +
+      'choose its own address)', value)
   }
 })
