@@ -172,8 +172,8 @@ const CREDENTIAL_NAME = /pass|pwd|secret|token|key|auth|cred/i
 
 /** Masks each parameter named like a credential, its name read as the driver reads it (`p%61ssword` is `password`). */
 function withoutCredentialParameters (url: string): string {
-  return url.replace(/([?&;])([^=&;#]*)=([^&;#]*)/g, (parameter, separator: string, name: string) =>
-    CREDENTIAL_NAME.test(name) || CREDENTIAL_NAME.test(decodedOrAsIs(name)) ? `${separator}${name}=***` : parameter)
+  return url.replace(/([?&;])([^=&;#]*)=[^&;#]*/g, (parameter, separator: string, name: string) =>
+    CREDENTIAL_NAME.test(decodedOrAsIs(name)) ? `${separator}${name}=***` : parameter)
 }
 
 function decodedOrAsIs (text: string): string {
