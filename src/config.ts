@@ -219,14 +219,37 @@ const READ_URL_PARAMETERS = [
 ]
 
 /**
- * Why a PostgreSQL URL's parameters are refused at start; undefined when each is read as written.
- * They are read as pg-connection-string reads them: a URL holding a space or a % without two hex
- * digits is put through `encodeURI` first, which leaves an encoded name (`ssl%6Dode`) as it is.
+ * A PostgreSQL URL as pg-connection-string, pg's parser, reads it; undefined when it cannot. A URL
+ * holding a space or a % without two hex digits is put through `encodeURI` first, which leaves an
+ * encoded name (`ssl%6Dode`) as it is; one without a host (`app@/db?host=/run/postgresql`, libpq's
+ * way to name a socket) is read with a stand-in for it.
  */
-function refusedParameters (url: string, config: Config): string | undefined {
+function asPgReads (url: string): URL | undefined {
   // Well formed, as encodeURI throws on an unpaired surrogate, where the URL parser reads it as U+FFFD.
-  const asRead = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url.toWellFormed()).replace(/%25(\d\d)/g, '%$1') : url
-  const { searchParams, search } = new URL(asRead)
+  const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url.toWellFormed()).replace(/%25(\d\d)/g, '%$1') : url
+  return URL.parse(encoded) ?? URL.parse(encoded.replace('@/', '@stand-in/')) ?? undefined
+}
+
+/**
+ * The part of a PostgreSQL URL that pg would fail to decode, which it reports as `URI malformed`
+ * alone: a percent-encoding that is no UTF-8 (`%E0`) in the user name, password or database.
+ */
+function undecodable ({ username, password, pathname }: URL): string | undefined {
+  const decodes = (decode: (text: string) => string, text: string): boolean => {
+    try {
+      decode(text)
+      return true
+    } catch {
+      return false
+    }
+  }
+  if (!decodes(decodeURIComponent, username)) return 'user name'
+  if (!decodes(decodeURIComponent, password)) return 'password'
+  return decodes(decodeURI, pathname) ? undefined : 'database name'
+}
+
+/** Why a PostgreSQL URL's parameters, as pg reads them, are refused at start; undefined when each is read as written. */
+function refusedParameters ({ searchParams, search }: URL, config: Config): string | undefined {
   // Read as a part of the value before it (application_name=api;sslmode=require is one name).
   if (search.includes(';')) return 'its query holds a ;: separate its parameters with &'
   const names = [...searchParams.keys()]
@@ -294,14 +317,19 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its user name or password holds a ${ender} ` +
         `that is not percent-encoded: write ${ender} as ${encodeURIComponent(ender)} (and @ as %40)`)
     }
-    if (!URL.canParse(url)) throw notAUrl(name, url)
+    const asRead = asPgReads(url)
+    if (asRead === undefined) throw notAUrl(name, url)
     // The driver then takes PGDATABASE's, or else the user's name for it: postgres, the server's own,
     // which a command migrated without a word.
-    const { pathname } = new URL(url)
-    if (['', '/'].includes(pathname) && (env.PGDATABASE ?? '') === '') {
+    if (['', '/'].includes(asRead.pathname) && (env.PGDATABASE ?? '') === '') {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
-    const refusal = refusedParameters(url, config)
+    const part = undecodable(asRead)
+    if (part !== undefined) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its ${part} holds a percent-encoding that is not UTF-8: ` +
+        'write a % that is part of it as %25')
+    }
+    const refusal = refusedParameters(asRead, config)
     if (refusal !== undefined) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; ${refusal}`)
   }
   if (config.DATABASE_DIRECT_URL !== undefined && !config.DATABASE_URL.startsWith('postgres')) {
@@ -313,11 +341,17 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; ` +
       'sqlite: takes the store file\'s path after the colon (sqlite:./data/petstore.db, sqlite:/var/lib/petstore.db), not a URL')
   }
-  // SQLite opens these as names of files: a folder named ~ in the working folder, a file named :memory.
+  // SQLite opens these as names of files: a folder named ~ in the working folder, a file named :memory,
+  // one named petstore.db?mode=ro (options of SQLite's URIs, which the service does not open).
   const sqlitePath = sqlitePathOf(config.DATABASE_URL)
-  if (sqlitePath !== undefined && (sqlitePath.startsWith('~') || (sqlitePath.startsWith(':') && sqlitePath !== ':memory:'))) {
-    throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(config.DATABASE_URL)}; ` +
-      'sqlite: takes a path as written (a shell expands ~, the service does not), or :memory: (sqlite::memory:)')
+  if (sqlitePath !== undefined && (sqlitePath.startsWith('~') || (sqlitePath.startsWith(':') && sqlitePath !== ':memory:') || /\?[^/]*=/.test(sqlitePath))) {
+    throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; ` +
+      'sqlite: takes a path as written (a shell expands ~, the service does not; ?name=value would be part of the file\'s name), or :memory: (sqlite::memory:)')
+  }
+  // A request's line is at info: a level above it left every one out, without a word.
+  if (config.LOG_REQUESTS === 'on' && ['fatal', 'error', 'warn', 'silent'].includes(config.LOG_LEVEL)) {
+    throw new ConfigError(`Invalid configuration: LOG_REQUESTS is on, and LOG_LEVEL is ${config.LOG_LEVEL}, which leaves out the requests' lines (at info): ` +
+      'set LOG_LEVEL to info, debug or trace, or LOG_REQUESTS to off')
   }
   // ioredis reads the path as the database's number, and a path of another kind as NaN.
   const redisUrl = config.REDIS_URL

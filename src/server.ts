@@ -44,11 +44,13 @@ export async function serve (config: Config): Promise<void> {
   const onHeld = (signal: NodeJS.Signals) => { logger.info({ signal }, `${signal} while starting: the service stops once its store is ready, without taking its port`) }
   const held = worker ? undefined : holdStopSignals(onHeld, exitOnSecond)
   if (config.WEB_CONCURRENCY > 1 && config.DATABASE_URL === 'sqlite::memory:') {
-    throw new ConfigError('WEB_CONCURRENCY above 1 needs a store the workers share: sqlite::memory: is one process\'s own; use sqlite:PATH or postgres://...')
+    throw new ConfigError(`Invalid configuration: WEB_CONCURRENCY is ${config.WEB_CONCURRENCY}, and DATABASE_URL is sqlite::memory:, one process's own store; ` +
+      'workers need a store they share: use sqlite:PATH or postgres://..., or WEB_CONCURRENCY=1')
   }
   if (!worker) {
     logger.info({ version: VERSION }, `starting petstore ${VERSION}`)
     warnOfFewFileDescriptors(logger)
+    if (config.RATE_LIMIT_PER_MINUTE === 0) logger.warn('RATE_LIMIT_PER_MINUTE is 0: no request is rate-limited, by key or by client address')
   }
   if (config.WEB_CONCURRENCY > 1 && !worker) {
     const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })

@@ -131,6 +131,17 @@ test('a configuration error names the variable, the value received and what is a
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     [{ DATABASE_DIRECT_URL: 'unix:///tmp/x?sslpassword=s3cret&x=1' }, 'Invalid configuration: DATABASE_DIRECT_URL is "unix:///tmp/x?sslpassword=***&x=1"; ' +
     'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB'],
+    // pg decoded it alone, at the first connection: "URI malformed", exit 1, no setting named.
+    [{ DATABASE_URL: 'postgres://app:s3%E0cret@db/pets' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets"; ' +
+    'its password holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
+    [{ DATABASE_URL: 'postgres://app@db/p%E0ts' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db/p%E0ts"; ' +
+    'its database name holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
+    // SQLite made a file named after the whole text, options included.
+    [{ DATABASE_URL: 'sqlite:./pets.db?mode=ro' }, 'Invalid configuration: DATABASE_URL is "sqlite:./pets.db?mode=ro"; ' +
+    'sqlite: takes a path as written (a shell expands ~, the service does not; ?name=value would be part of the file\'s name), or :memory: (sqlite::memory:)'],
+    // Each request's line is at info: none was written, and nothing said why.
+    [{ LOG_REQUESTS: 'on', LOG_LEVEL: 'warn' }, 'Invalid configuration: LOG_REQUESTS is on, and LOG_LEVEL is warn, which leaves out the requests\' lines (at info): ' +
+    'set LOG_LEVEL to info, debug or trace, or LOG_REQUESTS to off'],
     // Its listener failed as if another process held the port.
     [{ METRICS_PORT: '8080' }, 'Invalid configuration: METRICS_PORT is 8080, the port of the API (PORT); the metrics need a port of their own'],
     [{ PORT: '9000', METRICS_PORT: '9000' }, 'Invalid configuration: METRICS_PORT is 9000, the port of the API (PORT); the metrics need a port of their own']
@@ -195,6 +206,12 @@ test('a PostgreSQL URL with the parameters pg reads is taken', () => {
     '&fallback_application_name=petstore&ssl=true&sslmode=verify-full&sslnegotiation=postgres&uselibpqcompat=true&statement_timeout=3000&lock_timeout=1000' +
     '&idle_in_transaction_session_timeout=5000'
   assert.equal(loadConfig({ DATABASE_URL: url }).DATABASE_URL, url)
+})
+
+test('a PostgreSQL URL without a host, which names the server\'s socket in its query, is taken, as pg and libpq take it', () => {
+  const url = 'postgres://app@/pets?host=/var/run/postgresql'
+  assert.equal(loadConfig({ DATABASE_URL: url }).DATABASE_URL, url)
+  assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://app@/pets?host=/var/run/postgresql&sslmod=require' }), /its parameter "sslmod" is not read by pg/)
 })
 
 test('a PostgreSQL URL with an @ in its query is taken: the @ is a parameter\'s, not a password\'s', () => {

@@ -469,14 +469,17 @@ test('the console: on a terminal, lines a person reads and one per request; else
   const { stdout: version } = await runCli(['--version'], {})
   assert.equal(JSON.parse(quiet.output().split('\n')[0]!).msg, `starting petstore ${version.trim()}`)
   assert.doesNotMatch(quiet.output(), /healthz/)
+  assert.doesNotMatch(quiet.output(), /rate-limited/)
 
-  const lines = await startServer(t, { ...env, LOG_REQUESTS: 'on' })
+  // Limiting off is said at start, once.
+  const lines = await startServer(t, { ...env, LOG_REQUESTS: 'on', RATE_LIMIT_PER_MINUTE: '0' })
   assert.equal((await fetch(`${lines.url}/healthz`)).status, 200)
   assert.equal(await lines.stop(), 0)
   const line = lines.output().split('\n').filter((text) => text.includes('"url"')).map((text) => JSON.parse(text))
   assert.equal(line.length, 1, lines.output())
   assert.deepEqual({ ...line[0], time: 0, pid: 0, hostname: '', reqId: '', ms: 0 }, { level: 30, time: 0, pid: 0, hostname: '', reqId: '', method: 'GET', url: '/healthz', statusCode: 200, ms: 0, msg: 'request completed' })
   assert.equal(typeof line[0].ms, 'number')
+  assert.equal(lines.output().match(/"level":40,.*"msg":"RATE_LIMIT_PER_MINUTE is 0: no request is rate-limited, by key or by client address"/g)?.length, 1, lines.output())
 })
 
 test('API_KEY_DEFAULT_TTL gives the first key its lifetime, which every answer announces in its last 7 days', async (t) => {

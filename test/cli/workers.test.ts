@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { createCuttableProxy } from '../cuttable-proxy.js'
 import { defer, forEachStore, tempDir, TEST_STORES, waitFor } from '../helper.js'
-import { createKey, listAllPets, printedKeys, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
+import { createKey, listAllPets, printedKeys, runCli, startProcess, startServer, startServerOnTerminal, type ServerProcess } from '../process.js'
 
 /** A request on a connection of its own, which the primary hands to the next worker. */
 async function send (url: string, options: { method?: string, headers: Record<string, string>, body?: string }): Promise<{ status: number, body: string }> {
@@ -44,6 +44,13 @@ function isAlive (pid: number): boolean {
     return false
   }
 }
+
+test('WEB_CONCURRENCY=2 on sqlite::memory:, one process\'s own store, is refused as any other configuration is: one line naming both settings, exit 2', async () => {
+  const refused = await runCli(['serve'], { WEB_CONCURRENCY: '2', DATABASE_URL: 'sqlite::memory:', PORT: '0', HOST: '127.0.0.1' })
+  assert.equal(refused.code, 2, refused.stderr)
+  assert.equal(refused.stderr, 'petstore: Invalid configuration: WEB_CONCURRENCY is 2, and DATABASE_URL is sqlite::memory:, one process\'s own store; ' +
+  'workers need a store they share: use sqlite:PATH or postgres://..., or WEB_CONCURRENCY=1\n')
+})
 
 forEachStore((store) => {
   test('WEB_CONCURRENCY=2 on a terminal: the first key is made and shown once', async (t) => {
