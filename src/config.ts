@@ -173,14 +173,15 @@ const CREDENTIAL_NAME = /pass|pwd|secret|token|key|auth|cred/i
 /** Masks each parameter named like a credential, its name read as the driver reads it (`p%61ssword` is `password`). */
 function withoutCredentialParameters (url: string): string {
   return url.replace(/([?&;])([^=&;#]*)=[^&;#]*/g, (parameter, separator: string, name: string) =>
-    CREDENTIAL_NAME.test(decodedOrAsIs(name)) ? `${separator}${name}=***` : parameter)
+    CREDENTIAL_NAME.test(decoded(name.replaceAll('+', ' ')) ?? name) ? `${separator}${name}=***` : parameter)
 }
 
-function decodedOrAsIs (text: string): string {
+/** `decode(text)`; undefined where it throws, on a percent-encoding that is no UTF-8 (`%E0`). */
+function decoded (text: string, decode = decodeURIComponent): string | undefined {
   try {
-    return decodeURIComponent(text.replaceAll('+', ' '))
+    return decode(text)
   } catch {
-    return text
+    return undefined
   }
 }
 
@@ -235,17 +236,9 @@ function asPgReads (url: string): URL | undefined {
  * alone: a percent-encoding that is no UTF-8 (`%E0`) in the user name, password or database.
  */
 function undecodable ({ username, password, pathname }: URL): string | undefined {
-  const decodes = (decode: (text: string) => string, text: string): boolean => {
-    try {
-      decode(text)
-      return true
-    } catch {
-      return false
-    }
-  }
-  if (!decodes(decodeURIComponent, username)) return 'user name'
-  if (!decodes(decodeURIComponent, password)) return 'password'
-  return decodes(decodeURI, pathname) ? undefined : 'database name'
+  if (decoded(username) === undefined) return 'user name'
+  if (decoded(password) === undefined) return 'password'
+  return decoded(pathname, decodeURI) === undefined ? 'database name' : undefined
 }
 
 /** Why a PostgreSQL URL's parameters, as pg reads them, are refused at start; undefined when each is read as written. */
