@@ -137,6 +137,7 @@ export class WebhookTransport {
     // A URL registered while private addresses were allowed (development) is held to the rules now in force.
     if (!secure && !this.options.allowPrivate) return { error: 'http is refused: webhooks use https (WEBHOOK_ALLOW_PRIVATE is off)', durationMs: 0 }
     const send = secure ? httpsRequest : httpRequest
+    const attempt = attemptSignal(timeout, signal)
     return await new Promise<DeliveryAnswer>((resolve) => {
       // Settling twice does nothing.
       const settle = (answer: Omit<DeliveryAnswer, 'durationMs'>) => { resolve({ ...answer, durationMs: durationMs() }) }
@@ -144,7 +145,7 @@ export class WebhookTransport {
         method: 'POST',
         agent: secure ? this.#httpsAgent : this.#httpAgent,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'petstore-webhooks' },
-        signal: AbortSignal.any([timeout, signal])
+        signal: attempt.signal
       }, (response) => {
         // The status decides, as it comes: a receiver's body is not needed, and one that never ends is
         // no reason to send the event again.
@@ -168,6 +169,7 @@ export class WebhookTransport {
       // The request is over, its answer read or its connection gone: this covers one that ended without an answer or an error.
       request.on('close', () => {
         clearTimeout(guard)
+        attempt.release()
         settle({ error: 'the connection closed without an answer' })
       })
       // The last bound, should an event above never come: neither a slot of the dispatcher nor a connection is held for longer.
@@ -182,6 +184,27 @@ export class WebhookTransport {
   close (): void {
     this.#httpsAgent.destroy()
     this.#httpAgent.destroy()
+  }
+}
+
+/**
+ * A signal that aborts when the attempt's timeout or the shutdown does, and `release`, once the
+ * attempt is over, which leaves nothing of it on either. Not `AbortSignal.any([timeout, shutdown])`:
+ * Node 20 keeps an entry on the shutdown signal, which lives as long as the process, for each signal
+ * made so, and frees none (65 bytes a delivery in a soak, a gigabyte a day at 13,000 a minute).
+ */
+function attemptSignal (timeout: AbortSignal, shutdown: AbortSignal): { signal: AbortSignal, release: () => void } {
+  const attempt = new AbortController()
+  const abort = () => { attempt.abort() }
+  if (shutdown.aborted) abort()
+  timeout.addEventListener('abort', abort, { once: true })
+  shutdown.addEventListener('abort', abort, { once: true })
+  return {
+    signal: attempt.signal,
+    release: () => {
+      timeout.removeEventListener('abort', abort)
+      shutdown.removeEventListener('abort', abort)
+    }
   }
 }
 
