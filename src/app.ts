@@ -252,7 +252,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
       streams.closeAll()
       done()
     })
-    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl })
+    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl, recordAnswer })
     await v1.register(webhookRoutes, {
       db,
       clock,

@@ -6,6 +6,7 @@ import type { Db } from '../db/database.js'
 import { ApiError, errorExample, errorResponses, type ErrorResponse } from '../errors.js'
 import { responseHeaders } from '../openapi/response-headers.js'
 import { bearerToken } from '../plugins/auth.js'
+import type { RecordAnswer } from '../plugins/metrics.js'
 import { sendJson } from '../send-json.js'
 import { findEvents, findLastEventId, findOldestEventId, findPrunedThrough } from './event.repository.js'
 import type { EventStreams } from './event-streams.js'
@@ -17,6 +18,8 @@ export interface EventRoutesOptions {
   retentionDays: number
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
+  /** Counts and times an answer: a stream its client leaves ends without Fastify's hooks (see metrics). */
+  recordAnswer: RecordAnswer
 }
 
 const STREAM_EXAMPLE = 'id: 1042\nevent: pet.created\ndata: {"id":1042,"type":"pet.created","occurredAt":"2026-11-24T10:15:30.000Z",' +
@@ -48,7 +51,7 @@ const typesAsList: preValidationHookHandler = (request, _reply, done) => {
 }
 
 /** The event log (beta), as a feed read page by page and as a live stream. */
-export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, apiUrl }) => {
+export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, apiUrl, recordAnswer }) => {
   /** Throws 410 events_expired when events after `after` were deleted for their age. */
   const requireKept = async (after: bigint | undefined): Promise<void> => {
     const prunedThrough = await findPrunedThrough(db)
@@ -134,6 +137,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     const types = request.query.type === undefined ? undefined : new Set(request.query.type)
     reply.header('content-type', 'text/event-stream; charset=utf-8')
     reply.hijack()
+    // Fastify counts the stream (onResponse) once it is ended here; one its client leaves, it never sees.
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) recordAnswer(request, reply) })
     reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders)
     reply.raw.write(': connected\n\n')
     // Authentication accepted this header: it holds a key.

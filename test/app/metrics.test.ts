@@ -53,6 +53,34 @@ test('GET /metrics reports requests by route and status, and process metrics', a
   assert.match(text, /petstore_store_operation_duration_seconds_count\{operation="findById",outcome="ok"\} 1/)
 })
 
+test('an event stream is counted once it ends, closed by its client or by the service', async (t) => {
+  const metrics = createMetrics()
+  const { store, db, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics, limits: TEST_LIMITS })
+  defer(t, () => app.close())
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/events/stream`
+  const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+  const streamCount = async () => Number(/http_requests_total\{method="GET",route="\/v1\/events\/stream",status="200"\} (\d+)/.exec(await metrics.registry.metrics())?.[1] ?? 0)
+
+  const left = new AbortController()
+  const leaving = await fetch(url, { headers, signal: left.signal })
+  assert.equal(leaving.status, 200)
+  const staying = await fetch(url, { headers })
+  assert.equal(staying.status, 200)
+  assert.equal(await streamCount(), 0, 'not while open')
+  left.abort()
+  let counted = 0
+  for (let tries = 0; tries < 250 && counted === 0; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    counted = await streamCount()
+  }
+  assert.equal(counted, 1, 'the stream its client closed')
+  await app.close()
+  assert.equal(await streamCount(), 2, 'the stream the service ended counted')
+  assert.match(await metrics.registry.metrics(), /http_request_duration_seconds_count\{method="GET",route="\/v1\/events\/stream",status="200"\} 2/)
+})
+
 test('answers the API gives before a request is read whole (malformed, headers too large, an unknown method, CONNECT, Expect) are counted by status', async (t) => {
   const metrics = createMetrics()
   const { store, databaseUrl } = await createTestStore(t)
