@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, realpathSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-import { REQUIRE_BANNER, UNBUNDLED_PACKAGES } from './bundling.mjs'
+import { REQUIRE_BANNER, swaggerUiFolders, UNBUNDLED_PACKAGES } from './bundling.mjs'
 
 /**
  * The commit checked out, `.dirty` after it when tracked files differ from it; none outside a clone
@@ -39,7 +39,8 @@ const options = {
   // The version the command prints (src/version.ts).
   define: commit === undefined ? {} : { PETSTORE_COMMIT: JSON.stringify(commit) },
   banner: REQUIRE_BANNER,
-  external: UNBUNDLED_PACKAGES
+  external: UNBUNDLED_PACKAGES,
+  plugins: [swaggerUiFolders]
 }
 // Chunks are named by their content: those of an earlier build would otherwise stay, and be packed.
 for (const name of existsSync('dist') ? readdirSync('dist') : []) {

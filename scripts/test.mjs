@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
-import { REQUIRE_BANNER, UNBUNDLED_PACKAGES } from './bundling.mjs'
+import { REQUIRE_BANNER, swaggerUiFolders, UNBUNDLED_PACKAGES } from './bundling.mjs'
 
 const OUT = '.test-build'
 // The PostgreSQL read cache's suite times a 100 ms bound: it runs last and alone, on cores of its own.
@@ -81,7 +81,7 @@ async function main () {
     // Node reads only the mappings: a test's stack trace names each frame's source file and line.
     sourcesContent: false,
     banner: REQUIRE_BANNER,
-    plugins: [bundleAsTheServiceDoes, keepImportMetaUrl],
+    plugins: [bundleAsTheServiceDoes, keepImportMetaUrl, swaggerUiFolders],
     logLevel: 'warning'
   })
   const built = (file) => join(OUT, file.replace(/\.ts$/, '.js'))
