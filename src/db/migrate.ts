@@ -47,7 +47,9 @@ export interface MigrationOutcome {
  */
 export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
   if (isPostgres(db)) await refuseOtherEncodings(db)
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } })
+  // Names in code-point order, as Kysely orders the migrations themselves: its default for names
+  // recorded at the same moment, localeCompare, loaded ICU's collation data, 14 ms of every start.
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS }, nameComparator: (a, b) => a < b ? -1 : a > b ? 1 : 0 })
   const { error, results = [] } = await migrator.migrateToLatest()
   if (error === undefined) return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName), newer: [] }
   const message = error instanceof Error ? error.message : String(error)
