@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { INT64_MAX, isInt64Schema, toInt64 } from './int64.js'
+import { compiledOnFirstUse } from './compiled-on-first-use.js'
 import { oncePerSchema } from './once-per-schema.js'
 
 /** A custom string format: its check, and what a valid value is, for error messages ("must be ..."). */
@@ -17,7 +18,7 @@ export interface StringFormat {
 export function createValidatorCompiler (formats: Record<string, StringFormat>): FastifySchemaCompiler<any> {
   const compilerFor = (fromText: boolean) => {
     const ajv = createAjv(fromText, formats)
-    return oncePerSchema((schema) => withFormatRules(ajv.compile(withIntegerKeyword(schema, fromText)), formats))
+    return oncePerSchema((schema) => compiledOnFirstUse(schema, (copy) => withFormatRules(ajv.compile(withIntegerKeyword(copy, fromText)), formats)))
   }
   const fromBody = compilerFor(false)
   const fromText = compilerFor(true)
