@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
-import { INT64_MAX, isInt64Schema, toInt64 } from './int64.js'
 import { compiledOnFirstUse } from './compiled-on-first-use.js'
+import { INT64_MAX, isInt64Schema, toInt64 } from './int64.js'
 import { oncePerSchema } from './once-per-schema.js'
 
 /** A custom string format: its check, and what a valid value is, for error messages ("must be ..."). */
