@@ -3,6 +3,8 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 
 export interface CuttableProxy {
   port: number
+  /** The target's URL with the proxy in place of its host and port. */
+  url: string
   /** Drops every connection through it, and every new one until `restore`, as a network fault would. */
   cut: () => void
   restore: () => void
@@ -45,8 +47,12 @@ export async function createCuttableProxy (target: URL): Promise<CuttableProxy> 
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   const dropAll = () => { for (const socket of sockets) socket.destroy() }
+  const { port } = server.address() as AddressInfo
+  const url = new URL(target)
+  url.host = `127.0.0.1:${port}`
   return {
-    port: (server.address() as AddressInfo).port,
+    port,
+    url: url.toString(),
     cut: () => {
       cut = true
       dropAll()

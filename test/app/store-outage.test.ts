@@ -17,15 +17,13 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const direct = new URL(await store.databaseUrl(t))
     const proxy = await createCuttableProxy(direct)
     defer(t, () => proxy.close())
-    const viaProxy = new URL(direct)
-    viaProxy.host = `127.0.0.1:${proxy.port}`
-    const viaProxyStore = openTestStore(t, viaProxy.toString(), { poolSize: 2 })
+    const viaProxyStore = openTestStore(t, proxy.url, { poolSize: 2 })
     const { db } = viaProxyStore
     await migrateToLatest(db)
     const logLines: Array<{ level: number, msg: string, kind?: string, failures?: number, err?: { message: string } }> = []
     const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { logLines.push(JSON.parse(String(line))); done() } }))
     const app = await buildApp({
-      config: loadConfig({ DATABASE_URL: viaProxy.toString() }),
+      config: loadConfig({ DATABASE_URL: proxy.url }),
       store: viaProxyStore,
       logger,
       verifierOptions: { cacheTtlMs: 1, cacheMax: 10, usageFlushMs: 60_000 },

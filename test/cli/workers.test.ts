@@ -277,9 +277,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const direct = new URL(await store.databaseUrl(t))
     const proxy = await createCuttableProxy(direct)
     defer(t, () => proxy.close())
-    const viaProxy = new URL(direct)
-    viaProxy.host = `127.0.0.1:${proxy.port}`
-    const env = { DATABASE_URL: viaProxy.toString(), WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500' }
+    const env = { DATABASE_URL: proxy.url, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500' }
     const key = await createKey(env)
     const server = await startServer(t, env)
     await untilListening(server, 2)

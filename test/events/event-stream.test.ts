@@ -311,13 +311,11 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const direct = new URL(await store.databaseUrl(t))
     const proxy = await createCuttableProxy(direct)
     defer(t, () => proxy.close())
-    const viaProxy = new URL(direct)
-    viaProxy.host = `127.0.0.1:${proxy.port}`
-    const viaProxyStore = openTestStore(t, viaProxy.toString(), { poolSize: 2 })
+    const viaProxyStore = openTestStore(t, proxy.url, { poolSize: 2 })
     await migrateToLatest(viaProxyStore.db)
     const warnings: string[] = []
     const logger = createLogger('warn', 'json', new Writable({ write: (line, _encoding, done) => { warnings.push(JSON.parse(String(line)).msg); done() } }))
-    const app = await buildApp({ config: loadConfig({ DATABASE_URL: viaProxy.toString() }), store: viaProxyStore, logger, limits: TEST_LIMITS })
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: proxy.url }), store: viaProxyStore, logger, limits: TEST_LIMITS })
     defer(t, () => app.close())
     const auth = { authorization: `Bearer ${(await createKey(viaProxyStore.db)).key}` }
     const live = await openStream(app, auth)
