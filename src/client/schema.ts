@@ -2206,7 +2206,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled",
+                     *       "message": "Query parameter `type` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled",
                      *       "status": 400
                      *     }
                      */
@@ -2430,7 +2430,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "validation_failed",
-                     *       "message": "Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled",
+                     *       "message": "Query parameter `type` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled",
                      *       "status": 400
                      *     }
                      */

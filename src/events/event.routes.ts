@@ -4,6 +4,7 @@ import type { preValidationHookHandler } from 'fastify'
 import { Type } from 'typebox'
 import type { Db } from '../db/database.js'
 import { ApiError, errorExample, errorResponses, type ErrorResponse } from '../errors.js'
+import { countHeaderLines, repeatedHeader } from '../header-lines.js'
 import { responseHeaders } from '../openapi/response-headers.js'
 import { bearerToken } from '../plugins/auth.js'
 import type { RecordAnswer } from '../plugins/metrics.js'
@@ -41,13 +42,19 @@ const EVENTS_EXPIRED: ErrorResponse = {
   example: 'Events after 41 are no longer kept (events are kept 30 days); the oldest kept is 1042: read the current state, then continue with after=1041'
 }
 
-const TYPE_INVALID = errorExample(400, 'Query parameter `type[0]` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled')
+const TYPE_INVALID = errorExample(400, 'Query parameter `type` must be one of pet.created, pet.status_changed, category.created, order.placed, order.approved, order.delivered, order.cancelled')
 
 // `type` may be given once or repeated: once, the query string parser makes it a string.
 const typesAsList: preValidationHookHandler = (request, _reply, done) => {
   const query = request.query as { type?: unknown }
   if (typeof query.type === 'string') query.type = [query.type]
   done()
+}
+
+// Node joins its lines into one value ("5, 6"), which would be told it is no integer.
+const oneLastEventId: preValidationHookHandler = (request, _reply, done) => {
+  const lines = request.headers['last-event-id'] === undefined ? 0 : countHeaderLines(request.raw.rawHeaders, 'last-event-id')
+  done(lines > 1 ? repeatedHeader('Last-Event-ID', lines) : undefined)
 }
 
 /** The event log (beta), as a feed read page by page and as a live stream. */
@@ -120,7 +127,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
         ...errorResponses(TYPE_INVALID, 401, 403, EVENTS_EXPIRED, TOO_MANY_STREAMS, 500, 503)
       }
     },
-    preValidation: typesAsList
+    preValidation: [typesAsList, oneLastEventId]
   }, async (request, reply) => {
     const lastEventId = request.headers['last-event-id']
     const after = lastEventId ?? request.query.after

@@ -55,7 +55,9 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
   const part = PARTS[dataVar] ?? { whole: `The ${dataVar}`, field: 'field', fields: 'fields', namesPart: false }
   const error = errors[0]
   if (error === undefined) return new Error(`${part.whole} is invalid`)
-  const field = quote(fieldPath(error.instancePath))
+  // A query parameter given several times is a list to its schema (listEvents' `type`), never to the
+  // client, who cannot send `type[1]`: each of its values is the parameter.
+  const field = quote(part === PARTS.querystring ? fieldPath(error.instancePath).replace(/\[\d+\]$/, '') : fieldPath(error.instancePath))
   const subject = error.instancePath === '' ? part.whole : part.namesPart ? `${capitalized(part.field)} ${field}` : field
   return new Error(`${subject} ${predicate(error as FastifySchemaValidationError & VerboseError, part)}`)
 }

@@ -42,6 +42,9 @@ forEachStore((store) => {
       ['/v1/pets?limit=1&limit=2&limit=3', 'Query parameter `limit` is given 3 times: give it once'],
       // listEvents' `type` is one that takes a list.
       [`/v1/events?${[...EVENT_TYPES, EVENT_TYPES[0]].map((type) => `type=${type}`).join('&')}`, `Query parameter \`type\` must list at most ${EVENT_TYPES.length} items`],
+      // Its values are each `type` to the client, which cannot send `type[1]`.
+      ['/v1/events?type=pet.deleted', `Query parameter \`type\` must be one of ${EVENT_TYPES.join(', ')}`],
+      ['/v1/events?type=pet.created&type=nope', `Query parameter \`type\` must be one of ${EVENT_TYPES.join(', ')}`],
       ['/v1/pets/abc', 'Path parameter `petId` must be an integer from 1 to 9223372036854775807']
     ]
     for (const [url, message] of cases) assert.equal(errorOf(await testApp.app.inject({ url: url!, headers: testApp.auth })).message, message, url)
