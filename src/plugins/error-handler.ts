@@ -213,7 +213,10 @@ const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value
  * they get none.
  */
 export function answerClientError (error: NodeJS.ErrnoException, socket: Socket, count: CountUnread): void {
-  if (error.code === 'ECONNRESET' || !socket.writable || isDroppingBody(socket)) {
+  // A connection that has sent nothing in the time for a head (browsers open some ahead of need) has
+  // no request to answer: an unasked 408 would be read as the answer to the next one it sends.
+  const nothingSent = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0
+  if (error.code === 'ECONNRESET' || nothingSent || !socket.writable || isDroppingBody(socket)) {
     socket.destroy()
     return
   }

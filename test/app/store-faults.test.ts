@@ -149,6 +149,16 @@ test('a client that sends its headers too slowly gets 408 with the Error body', 
   assert.ok(waited >= 400 && waited < 1000, `closed after ${waited} ms`)
 })
 
+test('a connection that sends nothing within the time for a head is closed with nothing sent: there is no request to answer (a browser opens some ahead of need)', async (t) => {
+  const testApp = await build(t, { limits: { headersTimeoutMs: 400 } })
+  const { socket, received } = await openRawConnection(testApp)
+  const started = Date.now()
+  await once(socket, 'close')
+  const waited = Date.now() - started
+  assert.equal(received(), '')
+  assert.ok(waited >= 350 && waited < 1000, `closed after ${waited} ms`)
+})
+
 test('a request answered before its body is read (a 401 to a POST announcing 2 GB) has its connection closed, not its body read', async (t) => {
   const testApp = await build(t)
   const { socket, received } = await openRawConnection(testApp)
