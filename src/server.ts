@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import type { Server } from 'node:http'
 import { resolve } from 'node:path'
 import closeWithGrace from 'close-with-grace'
+import type { FastifyInstance } from 'fastify'
 import { defaultExpiry } from './api-keys/duration.js'
 import { countApiKeys } from './api-keys/api-key.repository.js'
 import { createFirstApiKey } from './api-keys/first-api-key.js'
@@ -72,8 +73,14 @@ export async function serve (config: Config): Promise<void> {
     if (worker) reportToPrimary(metrics)
   }
   const store = openStore(config.DATABASE_URL, { ...storeOptionsFrom(config), log: logger })
-  if (!worker) await prepareStore(store, config, logger)
-  const app = await buildApp({ config, store, logger, metrics })
+  let app: FastifyInstance
+  try {
+    if (!worker) await prepareStore(store, config, logger)
+    app = await buildApp({ config, store, logger, metrics })
+  } catch (error) {
+    await store.close() // its connections, its threads, and a sqlite::memory: store's folder
+    throw error
+  }
   const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)
 
   // Why the process exits 1 goes to the log, where the collector of its lines reads it (the library's own is stderr).

@@ -25,8 +25,13 @@ import { commandName } from './command-name.js'
 import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, refuseImpossibleLifetime, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
 
-/** What stops a command: a terminal's Ctrl-C, a process manager's SIGTERM. */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const
+/**
+ * What stops `pets import` after its batch under way, with its report: a terminal's Ctrl-C, a process
+ * manager's SIGTERM. Not the service's other stops (see held-stop-signals): a SIGHUP, its terminal
+ * gone, ends it at once, as Node's default does, without a report (the batch under way is not stored),
+ * which that terminal could not show.
+ */
+const IMPORT_STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const
 
 /** Exit codes: 0 success, 1 the command failed, 2 bad configuration or usage. */
 const EXIT_FAILURE = 1
@@ -44,7 +49,7 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
   }
 }
 
-/** Refuses a command that stores something (a key, pets) in `sqlite::memory:`, which would reach no service. */
+/** Refuses a command that changes something (keys, pets) in `sqlite::memory:`, which would reach no service. */
 function refuseThrowAwayStore (): void {
   if (loadConfig().DATABASE_URL !== 'sqlite::memory:') return
   throw new ConfigError('DATABASE_URL is sqlite::memory:, a throw-away store of the process that opens it: what this command stored there would reach no service; point DATABASE_URL at the service\'s store')
@@ -182,6 +187,7 @@ The old key expires when the overlap ends (default 24h, at least 1m so that ever
 or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. The new
 key's lifetime is set as for keys create. A revoked or expired key cannot be rotated.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
+      refuseThrowAwayStore()
       refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
       const { rotated, expiresAt } = await withStore(async ({ db, clock }) => {
@@ -228,6 +234,7 @@ key's lifetime is set as for keys create. A revoked or expired key cannot be rot
     .argument('<id>', 'the key id, from `keys list`', parseKeyId)
     .addHelpText('after', examples(`${cmd} keys revoke 2`))
     .action(async (id: bigint) => {
+      refuseThrowAwayStore()
       const revocation = await withStore(({ db }) => revokeApiKey(db, id))
       if (revocation === 'no such key') {
         console.error(`petstore: no API key with id ${id}`)
@@ -270,14 +277,14 @@ a name,categoryId[,status] header.`)
       const stop = new AbortController()
       const stopNow = new AbortController()
       const stopImport = () => { (stop.signal.aborted ? stopNow : stop).abort() }
-      for (const signal of STOP_SIGNALS) process.on(signal, stopImport)
+      for (const signal of IMPORT_STOP_SIGNALS) process.on(signal, stopImport)
       try {
         const storeFiles = sqliteStoreFiles(loadConfig().DATABASE_URL)
         if (!await runPetsImport(withStore, file, { ...options, storeFiles }, stop.signal, stopNow.signal)) process.exitCode = EXIT_FAILURE
         // Stopped, what the import may have left under way (the batch, a pipe's copy) ends with the process.
         if (stop.signal.aborted) process.exit()
       } finally {
-        for (const signal of STOP_SIGNALS) process.removeListener(signal, stopImport)
+        for (const signal of IMPORT_STOP_SIGNALS) process.removeListener(signal, stopImport)
       }
     })
 

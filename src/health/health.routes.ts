@@ -4,7 +4,7 @@ import { ApiError, errorResponses } from '../errors.js'
 import type { Store } from '../store/store.js'
 
 /** How long readiness waits for the store before it answers 503. */
-export const READINESS_DEADLINE_MS = 1000
+const READINESS_DEADLINE_MS = 1000
 
 const STORE_NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const
 const OK = Type.Object({ status: Type.Literal('ok') })

@@ -74,7 +74,7 @@ export interface MetricsListenerLimits {
   lingerMs: number
 }
 
-export const METRICS_LISTENER_LIMITS: MetricsListenerLimits = { maxConnections: 64, headersTimeoutMs: 5000, requestTimeoutMs: 10_000, lingerMs: 2000 }
+const METRICS_LISTENER_LIMITS: MetricsListenerLimits = { maxConnections: 64, headersTimeoutMs: 5000, requestTimeoutMs: 10_000, lingerMs: 2000 }
 
 /**
  * GET /metrics in the Prometheus text format, on its own port, apart from the API and its keys. What

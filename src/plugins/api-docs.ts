@@ -9,7 +9,7 @@ import { sendError } from './error-handler.js'
  * logo from this origin, so its routes relax the API's `default-src 'none'` policy to this one. Swagger
  * UI injects inline styles as it renders, so styles (never scripts) may be inline.
  */
-export const DOCS_CONTENT_SECURITY_POLICY = [
+const DOCS_CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "base-uri 'self'",
   "connect-src 'self'",

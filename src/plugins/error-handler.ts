@@ -36,7 +36,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
 export const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 /** Maps any error (ours, Fastify's, the store's or an unexpected one) to the one the client sees. */
-export function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiError {
+function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
   const fastifyError = error as FastifyError
   if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return unsupportedMediaType(request.headers['content-type'])

@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 
-export const INT64_MIN = -(2n ** 63n)
+const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
 
 interface Int64Options {

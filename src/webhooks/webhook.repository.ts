@@ -12,13 +12,13 @@ import type { NewWebhook, Webhook, WebhookChanges, WebhookDelivery } from './web
 import { sql, type Selectable } from 'kysely'
 
 /** How long a rotated-out secret keeps signing deliveries beside the new one. */
-export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000
+const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000
 
 const WEBHOOK_COLUMNS = ['id', 'url', 'event_types', 'description', 'state', 'disabled_reason', 'last_error', 'created_at'] as const
 type WebhookRow = Pick<Selectable<Database['webhooks']>, typeof WEBHOOK_COLUMNS[number]>
 
 /** Event types as stored: space-separated, or `*`. */
-export function eventTypesColumn (events: readonly string[]): string {
+function eventTypesColumn (events: readonly string[]): string {
   return events.includes('*') ? '*' : events.join(' ')
 }
 

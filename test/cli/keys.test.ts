@@ -194,12 +194,14 @@ test('a key that cannot be printed (stdout on a full disk) is a failure said on 
   assert.match(stderr, /^petstore: the standard output cannot be written \(ENOSPC\): what this command printed is lost .*keys list/)
 })
 
-test('keys create and pets import on sqlite::memory:, a store that reaches no service, are refused (exit 2); an import --dry-run, which stores nothing, runs', async (t) => {
+test('keys create, rotate and revoke and pets import on sqlite::memory:, a store that reaches no service, are refused (exit 2), not told the key is not there; an import --dry-run, which stores nothing, runs', async (t) => {
   const env = { DATABASE_URL: 'sqlite::memory:' }
-  const created = await runCli(['keys', 'create', '--name', 'lost'], env)
-  assert.equal(created.code, 2, created.stdout)
-  assert.match(created.stderr, /^petstore: DATABASE_URL is sqlite::memory:, a throw-away store .*would reach no service/)
-  assert.doesNotMatch(created.stdout, /ps_/)
+  for (const command of [['create', '--name', 'lost'], ['rotate', '1'], ['revoke', '1']]) {
+    const changed = await runCli(['keys', ...command], env)
+    assert.equal(changed.code, 2, command.join(' '))
+    assert.match(changed.stderr, /^petstore: DATABASE_URL is sqlite::memory:, a throw-away store .*would reach no service/, command.join(' '))
+    assert.doesNotMatch(changed.stdout, /ps_/)
+  }
   const pets = join(tempDir(t), 'pets.json')
   writeFileSync(pets, '[{"name":"Rex","categoryId":1}]')
   const imported = await runCli(['pets', 'import', pets], env)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { chmodSync, closeSync, openSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, openSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
@@ -563,5 +563,17 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     const created = await runCli(['keys', 'create', '--name', 'Café'], { DATABASE_URL: url.toString() })
     assert.equal(created.code, 0, created.stderr)
     assert.match((await runCli(['keys', 'list'], { DATABASE_URL: url.toString() })).stdout, /Café/)
+  })
+}
+
+if (process.env.TEST_REDIS_URL !== undefined) {
+  test('a start that fails once the store is open (REDIS_URL names a database the Redis server lacks) closes the store: exit 2, and no folder of sqlite::memory: left behind', async (t) => {
+    const temp = tempDir(t)
+    const redis = new URL(process.env.TEST_REDIS_URL!)
+    redis.pathname = '/999'
+    const result = await runCli(['serve'], { DATABASE_URL: 'sqlite::memory:', REDIS_URL: redis.toString(), TMPDIR: temp, PORT: '0', HOST: '127.0.0.1' })
+    assert.equal(result.code, 2, result.stderr)
+    assert.match(result.stderr, /REDIS_URL names database 999/)
+    assert.deepEqual(readdirSync(temp).filter((name) => name.startsWith('petstore-memory-')), [])
   })
 }
