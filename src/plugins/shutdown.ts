@@ -45,11 +45,10 @@ export default fp(async (app) => {
   })
   app.addHook('preClose', (done) => {
     closing = true
-    // Node closes, as the server closes, every connection whose parser is between requests, and
-    // Fastify's own option does the same. Under load that is most kept-alive ones, their next
-    // request already sent but not yet read, as the event loop reads its sockets in turn: each was
-    // cut, its client seeing the connection reset (29 of 30 busy connections, in a probe). A
-    // connection is closed here only once it has been quiet a whole sweep (see SWEEP_MS).
+    // Node closes, as the server closes, every connection whose parser is between requests. Under
+    // load that is most kept-alive ones, their next request already sent but not yet read, as the
+    // event loop reads its sockets in turn: each was cut, its client seeing the connection reset (29
+    // of 30 busy connections, in a probe). Here one is closed once it has been quiet a whole sweep.
     app.server.closeIdleConnections = () => {}
     // Once the server closes, Node no longer times out a request's head either: a connection that
     // keeps sending part of one, or a refused body, with no answer under way for a second, is closed.
