@@ -9,13 +9,15 @@ const SHUTTING_DOWN = new ApiError(503, 'service_unavailable', 'The server is sh
 })
 
 /**
- * How often, while the server closes, its connections are looked at. One with no answer under way that
- * has received nothing since the last look is closed: a request its client had sent by then has been
- * read, and is answered. A client's pool takes up its idle connections as its busy ones close (each
- * answer now says `Connection: close`): at 50 ms it took 4 to 22 of 60 just as they were closed, each
- * request then cut; at 250 ms, none (undici, 30 requests at a time, on SIGTERM).
+ * How often, while the server closes, its connections are looked at. Once a look finds that none has
+ * received anything since the last one, nor has an answer under way, the server is quiet: its
+ * clients have stopped sending, and the connections left are closed. Until then a client's pool takes
+ * up its idle connections as its busy ones close (each answer now says `Connection: close`): idle
+ * ones closed for being quiet 50 ms themselves, 4 to 22 of 60 were taken up just as they were, each
+ * request then cut (undici, 30 requests at a time, on SIGTERM). Longer than a delayed ACK (40 ms),
+ * which holds back a client's next small write.
  */
-const SWEEP_MS = 250
+const SWEEP_MS = 100
 
 /**
  * How long, while the server closes, a connection with no answer under way may stay open: for a
@@ -48,20 +50,23 @@ export default fp(async (app) => {
     // Node closes, as the server closes, every connection whose parser is between requests. Under
     // load that is most kept-alive ones, their next request already sent but not yet read, as the
     // event loop reads its sockets in turn: each was cut, its client seeing the connection reset (29
-    // of 30 busy connections, in a probe). Here one is closed once it has been quiet a whole sweep.
+    // of 30 busy connections, in a probe). Here they are closed once the server is quiet.
     app.server.closeIdleConnections = () => {}
     // Once the server closes, Node no longer times out a request's head either: a connection that
     // keeps sending part of one, or a refused body, with no answer under way for a second, is closed.
     const seen = new Map<Socket, { bytesRead: number, unansweredSince: number }>()
     const sweep = () => {
       const now = performance.now()
+      let quiet = true
       for (const socket of connections) {
         const last = seen.get(socket)
+        if (answerOn(socket) != null || last?.bytesRead !== socket.bytesRead) quiet = false
         if (answerOn(socket) != null) seen.delete(socket)
         else if (last === undefined) seen.set(socket, { bytesRead: socket.bytesRead, unansweredSince: now })
-        else if (socket.bytesRead === last.bytesRead || now - last.unansweredSince >= UNANSWERED_GRACE_MS) socket.destroy()
+        else if (now - last.unansweredSince >= UNANSWERED_GRACE_MS) socket.destroy()
         else last.bytesRead = socket.bytesRead
       }
+      if (quiet) for (const socket of connections) socket.destroy()
     }
     sweep()
     // Swept in the check phase, just after the loop has read its sockets, not in the timers phase
