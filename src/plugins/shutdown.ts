@@ -59,9 +59,10 @@ export default fp(async (app) => {
       const now = performance.now()
       let quiet = true
       for (const socket of connections) {
+        const answering = answerOn(socket) != null
         const last = seen.get(socket)
-        if (answerOn(socket) != null || last?.bytesRead !== socket.bytesRead) quiet = false
-        if (answerOn(socket) != null) seen.delete(socket)
+        if (answering || last?.bytesRead !== socket.bytesRead) quiet = false
+        if (answering) seen.delete(socket)
         else if (last === undefined) seen.set(socket, { bytesRead: socket.bytesRead, unansweredSince: now })
         else if (now - last.unansweredSince >= UNANSWERED_GRACE_MS) socket.destroy()
         else last.bytesRead = socket.bytesRead

@@ -57,7 +57,8 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
   if (error === undefined) return new Error(`${part.whole} is invalid`)
   // A query parameter given several times is a list to its schema (listEvents' `type`), never to the
   // client, who cannot send `type[1]`: each of its values is the parameter.
-  const field = quote(part === PARTS.querystring ? fieldPath(error.instancePath).replace(/\[\d+\]$/, '') : fieldPath(error.instancePath))
+  const path = fieldPath(error.instancePath)
+  const field = quote(part === PARTS.querystring ? path.replace(/\[\d+\]$/, '') : path)
   const subject = error.instancePath === '' ? part.whole : part.namesPart ? `${capitalized(part.field)} ${field}` : field
   return new Error(`${subject} ${predicate(error as FastifySchemaValidationError & VerboseError, part)}`)
 }
