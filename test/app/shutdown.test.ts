@@ -109,7 +109,8 @@ test('during shutdown, connections with no answer under way are closed once the 
   while (accepted < 2) await new Promise((resolve) => setTimeout(resolve, 5))
   const started = Date.now()
   await Promise.all([silent.closed, partHead.closed, testApp.app.close()])
-  assert.ok(Date.now() - started < 500, `closed in ${Date.now() - started} ms`)
+  // Under the second a connection that keeps sending is given, with room for a loaded machine.
+  assert.ok(Date.now() - started < 900, `closed in ${Date.now() - started} ms`)
   assert.equal(silent.received(), '', 'closed with nothing sent')
   assert.equal(partHead.received(), '', 'closed with nothing sent')
 

@@ -146,7 +146,7 @@ test('a client that sends its headers too slowly gets 408 with the Error body', 
   const answer = received()
   assert.match(answer, /^HTTP\/1\.1 408 /)
   assert.match(answer, /\{"code":"request_timeout","message":"The request did not arrive in time: its head must arrive within 0\.4 s, and the whole of it within \d+ s","status":408\}$/)
-  assert.ok(waited >= 400 && waited < 1000, `closed after ${waited} ms`)
+  assert.ok(waited >= 400 && waited < 2000, `closed after ${waited} ms`)
 })
 
 test('a connection that sends nothing within the time for a head is closed with nothing sent: there is no request to answer (a browser opens some ahead of need)', async (t) => {
@@ -156,7 +156,7 @@ test('a connection that sends nothing within the time for a head is closed with 
   await once(socket, 'close')
   const waited = Date.now() - started
   assert.equal(received(), '')
-  assert.ok(waited >= 350 && waited < 1000, `closed after ${waited} ms`)
+  assert.ok(waited >= 350 && waited < 2000, `closed after ${waited} ms`)
 })
 
 test('a request answered before its body is read (a 401 to a POST announcing 2 GB) has its connection closed, not its body read', async (t) => {
