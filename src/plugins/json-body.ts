@@ -81,10 +81,16 @@ const FORM = 'application/x-www-form-urlencoded'
 
 /** The 415 for a body sent as `contentType` (undefined: none given), naming what was received and what to send. */
 export function unsupportedMediaType (contentType: string | undefined): ApiError {
-  // Cut (after any key in it is redacted, or part of one would be left): a header may be 16 KiB, none of which needs sending back.
-  const received = contentType === undefined ? 'The body has no Content-Type' : `Content-Type ${printable(cut(withoutSecrets(contentType), MAX_ECHOED_HEADER))} is not accepted`
+  const received = describeContentType(contentType)
   const hint = contentType?.toLowerCase().startsWith(FORM) === true ? " (curl -d sends a form unless given -H 'Content-Type: application/json')" : ''
   return new ApiError(415, 'unsupported_media_type', `${received}; send the body as application/json in UTF-8${hint}`)
+}
+
+function describeContentType (contentType: string | undefined): string {
+  if (contentType === undefined) return 'The body has no Content-Type'
+  if (contentType === '') return 'The body\'s Content-Type is empty'
+  // Cut (after any key in it is redacted, or part of one would be left): a header may be 16 KiB, none of which needs sending back.
+  return `Content-Type ${printable(cut(withoutSecrets(contentType), MAX_ECHOED_HEADER))} is not accepted`
 }
 
 /**

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { findEvent, findEvents, findLastEventId, type StoredEvent } from '../events/event.repository.js'
@@ -70,7 +71,11 @@ export class WebhookDispatcher {
     private readonly options: WebhookDispatcherOptions,
     private readonly metrics: WebhookMetrics,
     private readonly onError: (error: Error) => void
-  ) {}
+  ) {
+    // Each delivery in flight listens for the shutdown, and up to `concurrency` are: Node's default
+    // of 10 would warn of a leak past it.
+    setMaxListeners(options.concurrency, this.#closing.signal)
+  }
 
   start (): void {
     this.#timer = setInterval(() => {

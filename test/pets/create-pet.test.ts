@@ -205,6 +205,8 @@ forEachStore((store) => {
     const form = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: '{"name":"Rex","categoryId":3}' })
     assert.equal(errorOf(form).message, 'Content-Type application/x-www-form-urlencoded is not accepted; send the body as application/json in UTF-8 ' +
     "(curl -d sends a form unless given -H 'Content-Type: application/json')")
+    const empty = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'content-type': '' }, payload: '{"name":"Rex","categoryId":3}' })
+    assert.equal(errorOf(empty).message, 'The body\'s Content-Type is empty; send the body as application/json in UTF-8')
   })
 
   test('createPet answers 415 with Accept-Encoding: identity for a body in a content coding (gzip, or any other)', async (t) => {

@@ -768,3 +768,20 @@ test('every validation message on webhooks says what to fix in words, not in sch
     assert.equal(errorOf(response).message, message)
   }
 })
+
+test('as many deliveries in flight as the dispatcher allows (16) raise no warning of a listener leak', async (t) => {
+  const leakWarnings: Error[] = []
+  const onWarning = (warning: Error) => { if (warning.name === 'MaxListenersExceededWarning') leakWarnings.push(warning) }
+  process.on('warning', onWarning)
+  t.after(() => { process.off('warning', onWarning) })
+  const testApp = await build(t, { env: LOCAL, limits: { webhookPollMs: 20 } })
+  const receiver = await startReceiver(t)
+  const releases: Array<() => void> = []
+  receiver.hold = () => new Promise<void>((resolve) => { releases.push(resolve) })
+  t.after(() => { for (const release of releases) release() })
+  for (let i = 0; i < 16; i++) await subscribe(testApp, { url: `${receiver.url}/${i}`, events: ['pet.created'] })
+  await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  await receiver.waitFor(16)
+  await new Promise((resolve) => setImmediate(resolve)) // a warning is emitted on the next tick
+  assert.deepEqual(leakWarnings.map(({ message }) => message), [])
+})
