@@ -102,7 +102,8 @@ export function createClient ({ baseUrl, apiKey, fetch = globalThis.fetch, timeo
     fetch: timeoutMs === 0 || timeoutMs > MAX_TIMER_MS ? fetch : withDeadline(fetch, timeoutMs),
     ...(int64 === 'bigint' ? { bodySerializer: (body: unknown) => stringifyExact(body) } : {})
   })
-  return int64 === 'bigint' ? readingExactly(client) : client
+  if (int64 === 'bigint') return withCallsWrapped<ExactPetStoreClient>(client, (call) => emptyErrorAsNone(readingExactly(call)))
+  return withCallsWrapped<PetStoreClient>(client, emptyErrorAsNone)
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -144,26 +145,39 @@ function isEventStream (response: Response): boolean {
 }
 
 const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const
-type Call = (url: string, init?: Record<string, unknown>) => Promise<{ data?: unknown }>
+type Call = (url: string, init?: Record<string, unknown>) => Promise<{ data?: unknown, error?: unknown }>
+
+/** `client` with each of its calls, by method or by `request`, made through `wrap`. */
+function withCallsWrapped<Wrapped> (client: PetStoreClient, wrap: (call: Call) => Call): Wrapped {
+  const wrapped: Record<string, unknown> = { ...client }
+  for (const method of METHODS) wrapped[method] = wrap(client[method] as unknown as Call)
+  wrapped.request = (method: string, url: string, init?: Record<string, unknown>) => (wrapped[method.toUpperCase()] as Call)(url, init)
+  return wrapped as Wrapped
+}
 
 /**
- * The client, with each call's JSON success body read as text and parsed losslessly: integers become
- * bigint (openapi-fetch parses with JSON.parse, which rounds them past 2^53). A call that asks for
- * another `parseAs` (a stream, a blob) gets it untouched.
+ * An error answer without a body gives `error` undefined. openapi-fetch gives the text of one that is
+ * not JSON: "" for an empty body sent in chunks, where after a `Content-Length: 0` it gives undefined.
  */
-function readingExactly (client: PetStoreClient): ExactPetStoreClient {
-  const exact: Record<string, unknown> = { ...client }
-  for (const method of METHODS) {
-    const call = client[method] as unknown as Call
-    exact[method] = async (url: string, init: Record<string, unknown> = {}) => {
-      if (init.parseAs !== undefined && init.parseAs !== 'json') return call(url, init)
-      const result = await call(url, { ...init, parseAs: 'text' })
-      if (typeof result.data !== 'string') return result
-      return { ...result, data: result.data === '' ? undefined : parseExact(result.data, null, parseNumberAndBigInt) }
-    }
+function emptyErrorAsNone (call: Call): Call {
+  return async (url, init) => {
+    const result = await call(url, init)
+    return result.error === '' ? { ...result, error: undefined } : result
   }
-  exact.request = (method: string, url: string, init?: Record<string, unknown>) => (exact[method.toUpperCase()] as Call)(url, init)
-  return exact as unknown as ExactPetStoreClient
+}
+
+/**
+ * The call with its JSON success body read as text and parsed losslessly: integers become bigint
+ * (openapi-fetch parses with JSON.parse, which rounds them past 2^53). A call that asks for another
+ * `parseAs` (a stream, a blob) gets it untouched.
+ */
+function readingExactly (call: Call): Call {
+  return async (url, init = {}) => {
+    if (init.parseAs !== undefined && init.parseAs !== 'json') return await call(url, init)
+    const result = await call(url, { ...init, parseAs: 'text' })
+    if (typeof result.data !== 'string') return result
+    return { ...result, data: result.data === '' ? undefined : parseExact(result.data, null, parseNumberAndBigInt) }
+  }
 }
 
 /**

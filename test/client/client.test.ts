@@ -115,6 +115,25 @@ test('with a deadline, an answer keeps its status, URL and redirection, whatever
   assert.equal(moved.response.type, 'basic')
 })
 
+test('an error answer without a body leaves `error` undefined, however its end is framed (a Content-Length of 0, or chunks and none with data)', async (t) => {
+  const proxy = createServer((request, response) => {
+    if (request.url?.endsWith('/1') === true) response.writeHead(503, { 'content-type': 'application/json', 'content-length': '0' }).end()
+    else response.writeHead(503, { 'content-type': 'application/json' }).end() // chunked: Node sends no Content-Length
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  t.after(() => { proxy.close() })
+  const baseUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`
+  const plain = createClient({ baseUrl, apiKey: 'ps_x' })
+  const exact = createClient({ baseUrl, apiKey: 'ps_x', int64: 'bigint' })
+  for (const petId of [1, 2]) {
+    for (const { error, response } of [await plain.GET('/pets/{petId}', { params: { path: { petId } } }), await exact.GET('/pets/{petId}', { params: { path: { petId } } })]) {
+      assert.equal(response.status, 503)
+      assert.equal(error, undefined, `pet ${petId}`)
+    }
+  }
+})
+
 test('an answer that is not the API\'s (a proxy\'s HTML 502) comes as its text, and `error` is typed so', async (t) => {
   const proxy = createServer((_request, response) => {
     response.writeHead(502, { 'content-type': 'text/html' })
