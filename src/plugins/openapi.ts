@@ -155,19 +155,25 @@ function declareNoContent (paths: Record<string, Record<string, { responses?: Re
 }
 
 // What a removed operation still answers: a key checked first (401, 429, 403), a service that fails
-// or is overloaded (500, 503), a request not read whole (408, 417, 431), and its 410.
-const REMOVED_OPERATION_ANSWERS = ['401', '403', '408', '410', '417', '429', '431', '500', '503']
+// or is overloaded (500, 503), a request not read whole (408, 417, 431), the router's answers before
+// any route (400, 405, 414), and its 410.
+const REMOVED_OPERATION_ANSWERS = ['400', '401', '403', '405', '408', '410', '414', '417', '429', '431', '500', '503']
+// A removed operation's parameters are no longer read: its 400 is the router's alone.
+const ROUTER_BAD_REQUEST = { code: 'bad_request', message: 'The path is not valid percent-encoded UTF-8', status: 400 }
 
 /**
  * The document once operations are past their sunset: each stays, deprecated, with only the answers
- * it still gives (its 410, and the key's checks before it), so that clients generated from it learn
- * that it is gone.
+ * it still gives (its 410, the key's checks and the router's answers before it), so that clients
+ * generated from it learn that it is gone.
  */
 function withoutRemovedAnswers (document: unknown, removed: Array<{ path: string, method: string }>): unknown {
-  const copy = structuredClone(document) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
+  const copy = structuredClone(document) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { example?: unknown }> } | undefined> }>> }
   for (const { path, method } of removed) {
     const operation = copy.paths[path]?.[method]
-    if (operation !== undefined) operation.responses = Object.fromEntries(REMOVED_OPERATION_ANSWERS.map((status) => [status, operation.responses[status]]))
+    if (operation === undefined) continue
+    operation.responses = Object.fromEntries(REMOVED_OPERATION_ANSWERS.map((status) => [status, operation.responses[status]]))
+    const badRequest = operation.responses['400']?.content?.['application/json']
+    if (badRequest !== undefined) badRequest.example = ROUTER_BAD_REQUEST
   }
   return copy
 }

@@ -94,8 +94,14 @@ forEachStore((store) => {
     const doc = (await testApp.app.inject({ url: '/v1/openapi.json' })).json()
     for (const method of ['get', 'head']) {
       // And what is checked before it, and what any request may meet: every answer it can give is declared.
-      assert.deepEqual(Object.keys(doc.paths['/pets/{petId}'][method].responses), ['401', '403', '408', '410', '417', '429', '431', '500', '503'], `${method} keeps its 410 and what comes before`)
+      assert.deepEqual(Object.keys(doc.paths['/pets/{petId}'][method].responses), ['400', '401', '403', '405', '408', '410', '414', '417', '429', '431', '500', '503'], `${method} keeps its 410 and what comes before`)
       assert.equal(doc.paths['/pets/{petId}'][method].deprecated, true)
     }
+    // The router's answers, before any route: still given, so still declared.
+    for (const [method, url, status] of [['GET', '/v1/pets/%zz', 400], ['GET', `/v1/pets/${'1'.repeat(9000)}`, 414], ['DELETE', '/v1/pets/1', 405]] as const) {
+      const answer = await testApp.app.inject({ method, url, headers: testApp.auth })
+      assert.equal(answer.statusCode, status, url.slice(0, 20))
+    }
+    assert.equal(doc.paths['/pets/{petId}'].get.responses['400'].content['application/json'].example.code, 'bad_request', 'the router\'s 400, not a parameter\'s')
   })
 })
