@@ -36,6 +36,9 @@ export interface WorkerSupervision {
  * the workers take no signal for it), then exits.
  */
 export async function superviseWorkers (config: Config, logger: Logger, { graceMs, listenMetrics, heldSignals }: WorkerSupervision): Promise<void> {
+  // The workers' metrics come over their channel: as JSON, its default, a gauge's NaN (the webhook
+  // queue's depth in a store outage) arrived as null, which the primary's `max` made 0.
+  cluster.setupPrimary({ serialization: 'advanced' })
   const serving = new Set<Worker>()
   const clusterMetrics = new ClusterMetrics()
   const metricsServer = config.METRICS_PORT === undefined ? undefined : createMetricsServer({ metrics: async () => await clusterMetrics.metrics(serving), contentType: clusterMetrics.contentType })

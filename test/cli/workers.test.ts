@@ -273,11 +273,11 @@ test('WEB_CONCURRENCY=2: one SIGTERM sent to the primary and to its group (as ti
 })
 
 for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgres')) {
-  test('WEB_CONCURRENCY=2 on PostgreSQL: a worker that dies while the database is unreachable is replaced once it is back; the service stays up meanwhile', async (t) => {
+  test('WEB_CONCURRENCY=2 on PostgreSQL: a worker that dies while the database is unreachable is replaced once it is back; the service stays up meanwhile, its webhook queue depth unknown', async (t) => {
     const direct = new URL(await store.databaseUrl(t))
     const proxy = await createCuttableProxy(direct)
     defer(t, () => proxy.close())
-    const env = { DATABASE_URL: proxy.url, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500' }
+    const env = { DATABASE_URL: proxy.url, WEB_CONCURRENCY: '2', LOG_FORMAT: 'json', DATABASE_CONNECT_TIMEOUT_MS: '500', METRICS_PORT: '0' }
     const key = await createKey(env)
     const server = await startServer(t, env)
     await untilListening(server, 2)
@@ -290,6 +290,10 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     await waitFor(() => server.output().includes('a worker failed to start') || server.child.exitCode !== null, server.output, { withinMs: 15_000, everyMs: 50 })
     assert.equal(server.child.exitCode, null, `the service is up:\n${server.output()}`)
     assert.equal((await send(`${server.url}/v1/pets`, { headers })).status, 503)
+    // The worker's NaN, not 0 (JSON, the workers' channel by default, sends NaN as null, which was
+    // read as 0): a backlog's alert would have cleared for the outage.
+    const metricsPort = /"port":(\d+)[^\n]*metrics served at/.exec(server.output())![1]!
+    assert.match(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), /^petstore_webhook_queue_depth nan$/mi)
 
     proxy.restore()
     await untilListening(server, 3)
