@@ -219,6 +219,9 @@ const READ_URL_PARAMETERS = [
   'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'
 ]
 
+// The modes pg-connection-string knows; it took any other (a typo, libpq's `allow`) for verify-full.
+const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']
+
 /**
  * A PostgreSQL URL as pg-connection-string, pg's parser, reads it; undefined when it cannot. A URL
  * holding a space or a % without two hex digits is put through `encodeURI` first, which leaves an
@@ -249,6 +252,8 @@ function refusedParameters ({ searchParams, search }: URL, config: Config): stri
   const repeated = names.find((parameter, i) => names.indexOf(parameter) !== i)
   // The last one is read: sslmode=require&sslmode=disable connected without TLS.
   if (repeated !== undefined) return `its parameter ${JSON.stringify(repeated)} is given more than once: keep one`
+  const sslMode = searchParams.get('sslmode')
+  if (sslMode !== null && !SSL_MODES.includes(sslMode)) return `its sslmode is ${JSON.stringify(sslMode)}: give ${SSL_MODES.slice(0, -1).join(', ')} or ${SSL_MODES.at(-1)}`
   return names.map((parameter) => refusedParameter(parameter, config)).find((reason) => reason !== undefined)
 }
 
