@@ -47,6 +47,9 @@ const SQLITE_UNUSABLE_PATH = new Set(['SQLITE_NOTADB', 'SQLITE_CANTOPEN', 'EACCE
 // PostgreSQL: a server that refuses the user, its password or the database, or a privilege (28P01,
 // 28000, 3D000, 42501). Not the socket's errors: a server stopped leaves no socket file (ENOENT).
 const POSTGRES_REFUSED_SETTING = new Set(['28P01', '28000', '3D000', '42501'])
+// And, as a connection opens, a setting of the URL's `options` (or a parameter) the server does not
+// take: a value it refuses (22023), a name it does not know (42704).
+const POSTGRES_REFUSED_STARTUP_SETTING = new Set(['22023', '42704'])
 
 /**
  * True for an error of opening a SQLite store that its path caused (see above): DATABASE_URL must be
@@ -63,7 +66,8 @@ export function isUnusableSqlitePath (error: unknown): boolean {
  */
 export function isRefusedPostgresSetting (error: unknown): boolean {
   const { code, message } = fieldsOf(error)
-  return code === undefined ? message === NO_PASSWORD_GIVEN_PLAINLY : POSTGRES_REFUSED_SETTING.has(code)
+  if (code === undefined) return message === NO_PASSWORD_GIVEN_PLAINLY
+  return POSTGRES_REFUSED_SETTING.has(code) || (POSTGRES_REFUSED_STARTUP_SETTING.has(code) && refusedConnections.has(error as object))
 }
 
 /** True when the PostgreSQL connection an error came from cannot be trusted to answer again (timed out, lost). */

@@ -47,3 +47,16 @@ test('a PostgreSQL URL without the password the server asks for is one line that
     assert.equal(stderr, 'petstore: Cannot use the PostgreSQL store that DATABASE_URL names: PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB\n')
   }
 })
+
+const server = process.env.TEST_DATABASE_DIRECT_URL ?? process.env.TEST_DATABASE_URL
+if (server !== undefined) {
+  test('a setting the PostgreSQL server refuses as a connection opens (a value in options, a parameter it does not know) stops the start as an invalid value does: exit 2, in the server\'s words', async () => {
+    for (const [options, words] of [['-c statement_timeout=abc', 'invalid value for parameter "statement_timeout": "abc"'], ['-c no_such_setting=1', 'unrecognized configuration parameter "no_such_setting"']] as const) {
+      const url = new URL(server)
+      url.searchParams.set('options', options)
+      const { code, stderr } = await runCli(['keys', 'list'], { DATABASE_URL: url.toString() })
+      assert.equal(code, 2, stderr)
+      assert.equal(stderr, `petstore: Cannot use the PostgreSQL store that DATABASE_URL names: ${words}\n`)
+    }
+  })
+}
