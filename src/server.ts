@@ -19,6 +19,7 @@ import { collectProcessMetrics, createMetrics, createMetricsServer, reportToPrim
 import { openFileLimit } from './open-file-limit.js'
 import { logProcessWarnings } from './process-warnings.js'
 import { openStore, storeOptionsFrom } from './store/open-store.js'
+import { refuseUnusableListenSetting } from './store/postgres/change-feed.js'
 import type { Store } from './store/store.js'
 import { VERSION } from './version.js'
 import { STOP_WORKER, superviseWorkers } from './workers.js'
@@ -142,6 +143,7 @@ export async function serve (config: Config): Promise<void> {
  */
 async function prepareStore (store: Store, config: Config, logger: Logger): Promise<void> {
   const { applied, newer } = await migrateToLatest(store.db)
+  if (config.DATABASE_DIRECT_URL !== undefined) await refuseUnusableListenSetting(config.DATABASE_DIRECT_URL, config.DATABASE_CONNECT_TIMEOUT_MS)
   if (applied.length > 0) logger.info({ migrations: applied }, `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the store`)
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   if (process.stdout.isTTY !== true) {

@@ -59,4 +59,12 @@ if (server !== undefined) {
       assert.equal(stderr, `petstore: Cannot use the PostgreSQL store that DATABASE_URL names: ${words}\n`)
     }
   })
+
+  test('a DATABASE_DIRECT_URL whose database the server refuses stops the start with exit 2: the listening connection, opened at the first read, was refused for good', { timeout: 30_000 }, async () => {
+    const direct = new URL(server)
+    direct.pathname = '/no_such_database'
+    const { code, stderr } = await runCli(['serve'], { DATABASE_URL: server, DATABASE_DIRECT_URL: direct.toString(), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
+    assert.equal(code, 2, stderr)
+    assert.equal(stderr, 'petstore: Cannot use the PostgreSQL connection that DATABASE_DIRECT_URL names: database "no_such_database" does not exist\n')
+  })
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Client } from 'pg'
+import { ConfigError } from '../../config.js'
 import type { StoreLog } from '../store.js'
-import { markConnectionRefused } from '../store-errors.js'
+import { isRefusedPostgresSetting, markConnectionRefused } from '../store-errors.js'
 import { endWithin } from './bounded-end.js'
 
 /** The channel a trigger on the pets table notifies on every change (migration 009). */
@@ -207,4 +208,23 @@ export class PostgresChangeFeed {
     this.#timer = setTimeout(() => { this.#start() }, this.#retryMs).unref()
     this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS)
   }
+}
+
+/**
+ * Connects once to the listening connection's database (DATABASE_DIRECT_URL) as the service starts: a
+ * server that refuses what it names (its user, password or database) is a setting to change, which the
+ * feed, connecting at the first read, only logged and tried again for good. A server that cannot be
+ * reached is left to the feed, as an outage.
+ */
+export async function refuseUnusableListenSetting (connectionString: string, connectMs: number): Promise<void> {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, application_name: 'petstore change feed' })
+  client.on('error', () => {}) // the connection's end, ended below
+  try {
+    await client.connect()
+  } catch (error) {
+    if (!isRefusedPostgresSetting(markConnectionRefused(error))) return
+    throw new ConfigError(`Cannot use the PostgreSQL connection that DATABASE_DIRECT_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  }
+  await endWithin(client, connectMs).catch(() => {})
 }
