@@ -140,7 +140,10 @@ export class WebhookTransport {
     const attempt = attemptSignal(timeout, signal)
     return await new Promise<DeliveryAnswer>((resolve) => {
       // Settling twice does nothing.
-      const settle = (answer: Omit<DeliveryAnswer, 'durationMs'>) => { resolve({ ...answer, durationMs: durationMs() }) }
+      const settle = (answer: Omit<DeliveryAnswer, 'durationMs'>) => {
+        attempt.answered()
+        resolve({ ...answer, durationMs: durationMs() })
+      }
       const request = send(url, {
         method: 'POST',
         agent: secure ? this.#httpsAgent : this.#httpAgent,
@@ -188,22 +191,27 @@ export class WebhookTransport {
 }
 
 /**
- * A signal that aborts when the attempt's timeout or the shutdown does, and `release`, once the
- * attempt is over, which leaves nothing of it on either. Not `AbortSignal.any([timeout, shutdown])`:
- * Node 20 keeps an entry on the shutdown signal, which lives as long as the process, for each signal
- * made so, and frees none (65 bytes a delivery in a soak, a gigabyte a day at 13,000 a minute).
+ * A signal that aborts when the attempt's timeout or the shutdown does. `answered` stops it heeding
+ * the shutdown once the answer has come: a body still being read is cut by the timeout, or with the
+ * agents' sockets at close, and the shutdown signal holds one listener per attempt still waiting for
+ * its answer, no more than the dispatcher's slots. `release`, once the request is over, leaves
+ * nothing of it on either. Not `AbortSignal.any([timeout, shutdown])`: Node 20 keeps an entry on the
+ * shutdown signal, which lives as long as the process, for each signal made so, and frees none (65
+ * bytes a delivery in a soak, a gigabyte a day at 13,000 a minute).
  */
-function attemptSignal (timeout: AbortSignal, shutdown: AbortSignal): { signal: AbortSignal, release: () => void } {
+function attemptSignal (timeout: AbortSignal, shutdown: AbortSignal): { signal: AbortSignal, answered: () => void, release: () => void } {
   const attempt = new AbortController()
   const abort = () => { attempt.abort() }
   if (shutdown.aborted) abort()
   timeout.addEventListener('abort', abort, { once: true })
   shutdown.addEventListener('abort', abort, { once: true })
+  const answered = () => { shutdown.removeEventListener('abort', abort) }
   return {
     signal: attempt.signal,
+    answered,
     release: () => {
       timeout.removeEventListener('abort', abort)
-      shutdown.removeEventListener('abort', abort)
+      answered()
     }
   }
 }

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
@@ -769,19 +772,34 @@ test('every validation message on webhooks says what to fix in words, not in sch
   }
 })
 
-test('as many deliveries in flight as the dispatcher allows (16) raise no warning of a listener leak', async (t) => {
+test('as many deliveries in flight as the dispatcher allows (16), and their bodies read after, raise no warning of a listener leak', async (t) => {
   const leakWarnings: Error[] = []
   const onWarning = (warning: Error) => { if (warning.name === 'MaxListenersExceededWarning') leakWarnings.push(warning) }
   process.on('warning', onWarning)
   t.after(() => { process.off('warning', onWarning) })
   const testApp = await build(t, { env: LOCAL, limits: { webhookPollMs: 20 } })
-  const receiver = await startReceiver(t)
-  const releases: Array<() => void> = []
-  receiver.hold = () => new Promise<void>((resolve) => { releases.push(resolve) })
-  t.after(() => { for (const release of releases) release() })
-  for (let i = 0; i < 16; i++) await subscribe(testApp, { url: `${receiver.url}/${i}`, events: ['pet.created'] })
-  await createPet(testApp, { name: 'Rex', categoryId: 1 })
-  await receiver.waitFor(16)
-  await new Promise((resolve) => setImmediate(resolve)) // a warning is emitted on the next tick
+  // Holds the first 16 requests until all have come, then answers each at once and ends its body
+  // 100 ms later: the next event of each subscription goes while the last one's body is still read.
+  const held: Array<() => void> = []
+  let received = 0
+  const receiver = createServer((request, response) => {
+    request.resume().on('end', () => {
+      received++
+      const answer = () => {
+        response.writeHead(200, { 'content-type': 'text/plain' }).flushHeaders()
+        setTimeout(() => response.end('ok'), 100)
+      }
+      if (received > 16) answer()
+      else if (held.push(answer) === 16) for (const release of held) release()
+    })
+  })
+  receiver.listen(0, '127.0.0.1')
+  await once(receiver, 'listening')
+  t.after(() => { receiver.closeAllConnections(); receiver.close() })
+  const { port } = receiver.address() as AddressInfo
+  for (let i = 0; i < 16; i++) await subscribe(testApp, { url: `http://127.0.0.1:${port}/${i}`, events: ['pet.created'] })
+  for (const name of ['Rex', 'Tom', 'Kit']) await createPet(testApp, { name, categoryId: 1 })
+  await until('every event is delivered', async () => received >= 48 && held.length === 16)
+  await sleep(150) // the last bodies read; a warning is emitted on the next tick
   assert.deepEqual(leakWarnings.map(({ message }) => message), [])
 })
