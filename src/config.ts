@@ -221,6 +221,8 @@ const READ_URL_PARAMETERS = [
 
 // The modes pg-connection-string knows; it took any other (a typo, libpq's `allow`) for verify-full.
 const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']
+// Those it knows with uselibpqcompat=true: no-verify is pg's own.
+const LIBPQ_SSL_MODES = SSL_MODES.filter((mode) => mode !== 'no-verify')
 
 /**
  * A PostgreSQL URL as pg-connection-string, pg's parser, reads it; undefined when it cannot. A URL
@@ -253,7 +255,10 @@ function refusedParameters ({ searchParams, search }: URL, config: Config): stri
   // The last one is read: sslmode=require&sslmode=disable connected without TLS.
   if (repeated !== undefined) return `its parameter ${JSON.stringify(repeated)} is given more than once: keep one`
   const sslMode = searchParams.get('sslmode')
-  if (sslMode !== null && !SSL_MODES.includes(sslMode)) return `its sslmode is ${JSON.stringify(sslMode)}: give ${SSL_MODES.slice(0, -1).join(', ')} or ${SSL_MODES.at(-1)}`
+  const sslModes = searchParams.get('uselibpqcompat') === 'true' ? LIBPQ_SSL_MODES : SSL_MODES
+  if (sslMode !== null && !sslModes.includes(sslMode)) {
+    return `its sslmode is ${JSON.stringify(sslMode)}: give ${sslModes.slice(0, -1).join(', ')} or ${sslModes.at(-1)}${sslModes === LIBPQ_SSL_MODES ? ' (with uselibpqcompat=true)' : ''}`
+  }
   return names.map((parameter) => refusedParameter(parameter, config)).find((reason) => reason !== undefined)
 }
 

@@ -70,6 +70,8 @@ test('a configuration error names the variable, the value received and what is a
     // pg takes a mode it does not know for verify-full: the start failed as an outage would (exit 1), "The server does not support SSL connections".
     [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?sslmode=bogus' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets?sslmode=bogus"; ' +
     'its sslmode is "bogus": give disable, prefer, require, verify-ca, verify-full or no-verify'],
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?uselibpqcompat=true&sslmode=no-verify' }, 'Invalid configuration: DATABASE_URL is ' +
+    '"postgres://app:***@db/pets?uselibpqcompat=true&sslmode=no-verify"; its sslmode is "no-verify": give disable, prefer, require, verify-ca or verify-full (with uselibpqcompat=true)'],
     // Read as a part of application_name.
     [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?application_name=api;sslmode=require' }, 'Invalid configuration: DATABASE_URL is ' +
     '"postgres://app:***@db/pets?application_name=api;sslmode=require"; its query holds a ;: separate its parameters with &'],
