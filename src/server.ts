@@ -137,13 +137,14 @@ export async function serve (config: Config): Promise<void> {
 }
 
 /**
- * Applies the migrations and, on an empty store, makes and prints the first key: once per start,
- * whatever the number of workers. Only on a terminal: an output that is not one (systemd, a container)
- * goes to a log collector, which would keep the key; there the log says how to make one.
+ * Checks that the server takes DATABASE_DIRECT_URL, applies the migrations and, on an empty store,
+ * makes and prints the first key: once per start, whatever the number of workers. Only on a terminal:
+ * an output that is not one (systemd, a container) goes to a log collector, which would keep the key;
+ * there the log says how to make one.
  */
 async function prepareStore (store: Store, config: Config, logger: Logger): Promise<void> {
-  const { applied, newer } = await migrateToLatest(store.db)
   if (config.DATABASE_DIRECT_URL !== undefined) await refuseUnusableListenSetting(config.DATABASE_DIRECT_URL, config.DATABASE_CONNECT_TIMEOUT_MS)
+  const { applied, newer } = await migrateToLatest(store.db)
   if (applied.length > 0) logger.info({ migrations: applied }, `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the store`)
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   if (process.stdout.isTTY !== true) {

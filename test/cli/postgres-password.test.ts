@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { createServer, type AddressInfo } from 'node:net'
 import { test, type TestContext } from 'node:test'
+import pg from 'pg'
+import { TEST_STORES } from '../helper.js'
 import { runCli } from '../process.js'
 
 /** A PostgreSQL message from the server: its type, then its length (itself included) and its body. */
@@ -60,11 +62,19 @@ if (server !== undefined) {
     }
   })
 
-  test('a DATABASE_DIRECT_URL whose database the server refuses stops the start with exit 2: the listening connection, opened at the first read, was refused for good', { timeout: 30_000 }, async () => {
+  test('a DATABASE_DIRECT_URL whose database the server refuses stops the start with exit 2, before any migration: the listening connection, opened at the first read, was refused for good', { timeout: 30_000 }, async (t) => {
+    const databaseUrl = await TEST_STORES.find(({ name }) => name === 'postgres')!.databaseUrl(t)
     const direct = new URL(server)
     direct.pathname = '/no_such_database'
-    const { code, stderr } = await runCli(['serve'], { DATABASE_URL: server, DATABASE_DIRECT_URL: direct.toString(), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
+    const { code, stderr } = await runCli(['serve'], { DATABASE_URL: databaseUrl, DATABASE_DIRECT_URL: direct.toString(), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
     assert.equal(code, 2, stderr)
     assert.equal(stderr, 'petstore: Cannot use the PostgreSQL connection that DATABASE_DIRECT_URL names: database "no_such_database" does not exist\n')
+    const store = new pg.Client(databaseUrl)
+    await store.connect()
+    try {
+      assert.equal((await store.query('select count(*)::int as tables from pg_tables where schemaname = \'public\'')).rows[0].tables, 0, 'nothing migrated')
+    } finally {
+      await store.end()
+    }
   })
 }
