@@ -158,8 +158,13 @@ function declareNoContent (paths: Record<string, Record<string, { responses?: Re
 // or is overloaded (500, 503), a request not read whole (408, 417, 431), the router's answers before
 // any route (400, 405, 414), and its 410.
 const REMOVED_OPERATION_ANSWERS = ['400', '401', '403', '405', '408', '410', '414', '417', '429', '431', '500', '503']
-// A removed operation's parameters are no longer read: its 400 is the router's alone.
-const ROUTER_BAD_REQUEST = { code: 'bad_request', message: 'The path is not valid percent-encoded UTF-8', status: 400 }
+// A removed operation's parameters are no longer read: its 400 is the router's alone, before any hook
+// (no key read, no deprecation headers), as its 414 is.
+const ROUTER_BAD_REQUEST = 'The path is not valid percent-encoded UTF-8, answered before the key is read'
+const ROUTER_BAD_REQUEST_BODY = {
+  schema: { $ref: '#/components/schemas/Error' },
+  example: { code: 'bad_request', message: 'The path is not valid percent-encoded UTF-8', status: 400 }
+}
 
 /**
  * The document once operations are past their sunset: each stays, deprecated, with only the answers
@@ -167,13 +172,13 @@ const ROUTER_BAD_REQUEST = { code: 'bad_request', message: 'The path is not vali
  * generated from it learn that it is gone.
  */
 function withoutRemovedAnswers (document: unknown, removed: Array<{ path: string, method: string }>): unknown {
-  const copy = structuredClone(document) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { example?: unknown }> } | undefined> }>> }
+  const copy = structuredClone(document) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
   for (const { path, method } of removed) {
     const operation = copy.paths[path]?.[method]
     if (operation === undefined) continue
     operation.responses = Object.fromEntries(REMOVED_OPERATION_ANSWERS.map((status) => [status, operation.responses[status]]))
-    const badRequest = operation.responses['400']?.content?.['application/json']
-    if (badRequest !== undefined) badRequest.example = ROUTER_BAD_REQUEST
+    // A HEAD answer has no body.
+    operation.responses['400'] = { description: ROUTER_BAD_REQUEST, headers: {}, ...(method !== 'head' && { content: { 'application/json': ROUTER_BAD_REQUEST_BODY } }) }
   }
   return copy
 }

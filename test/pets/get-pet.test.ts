@@ -103,5 +103,6 @@ forEachStore((store) => {
       assert.equal(answer.statusCode, status, url.slice(0, 20))
     }
     assert.equal(doc.paths['/pets/{petId}'].get.responses['400'].content['application/json'].example.code, 'bad_request', 'the router\'s 400, not a parameter\'s')
+    assert.deepEqual(doc.paths['/pets/{petId}'].get.responses['400'].headers, {}, 'given before any hook: no deprecation headers')
   })
 })
