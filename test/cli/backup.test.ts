@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import SqliteDatabase from 'better-sqlite3'
 import { sql } from 'kysely'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { createTestStore, openTestStore, tempDir } from '../helper.js'
@@ -40,6 +41,24 @@ test('backup copies the SQLite store while another process commits: every pet co
   const ids = (await copy.db.selectFrom('pets').select('id').orderBy('id').execute()).map(({ id }) => BigInt(id))
   assert.equal(ids.length, Number(count))
   assert.deepEqual(ids.slice(0, before.length), before.map(({ id }) => id), 'every pet committed before the backup began')
+})
+
+test('backup of a file that is no store (not SQLite, empty, another application\'s database) is exit 2 naming it, and leaves no copy in the making to block the next backup', async (t) => {
+  const dir = tempDir(t)
+  writeFileSync(join(dir, 'text.db'), 'hello\n')
+  writeFileSync(join(dir, 'empty.db'), '')
+  const other = new SqliteDatabase(join(dir, 'other.db'))
+  other.exec('create table notes (body text)')
+  other.close()
+  for (const [name, said] of [['text.db', 'file is not a database'], ['empty.db', 'it holds no pets table'], ['other.db', 'it holds no pets table']] as const) {
+    const refused = await runCli(['backup', join(dir, 'copy.db')], { DATABASE_URL: `sqlite:${join(dir, name)}` })
+    assert.equal(refused.code, 2, `${name}: ${refused.stderr}`)
+    assert.equal(refused.stderr, `petstore: Cannot back up the SQLite store at ${join(dir, name)}: ${said}\n`)
+    assert.ok(!existsSync(join(dir, 'copy.db.partial')) && !existsSync(join(dir, 'copy.db')), `${name}: nothing made`)
+  }
+  const { databaseUrl } = await createTestStore(t)
+  const copied = await runCli(['backup', join(dir, 'copy.db')], { DATABASE_URL: databaseUrl })
+  assert.equal(copied.code, 0, copied.stderr)
 })
 
 test('backup refuses, with exit code 2, a file that exists or is being made, a store that does not, sqlite::memory:, PostgreSQL, an empty name or one SQLite would trim, and a name of the store\'s own files', async (t) => {

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, rmSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ConfigError } from '../../config.js'
+import { isUnusableSqlitePath } from '../store-errors.js'
 import { SqliteConnection } from './sqlite-connection.js'
 
 /**
@@ -14,19 +15,21 @@ import { SqliteConnection } from './sqlite-connection.js'
  */
 export async function backupSqliteStore (path: string, destination: string): Promise<{ pets: bigint }> {
   const partial = `${destination}.partial`
-  mkdirSync(dirname(destination), { recursive: true })
+  const source = openStoreToCopy(path)
   try {
-    closeSync(openSync(partial, 'wx'))
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    throw new ConfigError(`${partial} exists: another backup to ${destination} is running, or one stopped and left its copy; once none runs, remove it and back up again`, { cause: error })
-  }
-  const source = new SqliteConnection(path, 'default', { queryOnly: true })
-  try {
-    await source.backup(partial)
-  } catch (error) {
-    rmSync(partial, { force: true }) // this backup's own, of no use: a second try makes it again
-    throw new Error(`Cannot write the copy ${partial}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    mkdirSync(dirname(destination), { recursive: true })
+    try {
+      closeSync(openSync(partial, 'wx'))
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      throw new ConfigError(`${partial} exists: another backup to ${destination} is running, or one stopped and left its copy; once none runs, remove it and back up again`, { cause: error })
+    }
+    try {
+      await source.backup(partial)
+    } catch (error) {
+      rmSync(partial, { force: true }) // this backup's own, of no use: a second try makes it again
+      throw new Error(`Cannot write the copy ${partial}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    }
   } finally {
     source.close()
   }
@@ -45,3 +48,23 @@ export async function backupSqliteStore (path: string, destination: string): Pro
   unlinkSync(partial)
   return { pets }
 }
+
+/**
+ * The store at `path`, opened to be copied once it is known to be one: a file that is no SQLite
+ * database, or no store of the service's (no pets table), is refused as a setting to change (exit 2)
+ * before any copy is begun, naming the file, which SQLite's own words do not.
+ */
+function openStoreToCopy (path: string): SqliteConnection {
+  let source: SqliteConnection | undefined
+  try {
+    source = new SqliteConnection(path, 'default', { queryOnly: true })
+    if (source.query<{ name: string }>("select name from sqlite_schema where type = 'table' and name = 'pets'").length === 0) throw new NoStoreError('it holds no pets table')
+    return source
+  } catch (error) {
+    source?.close()
+    const refused = error instanceof NoStoreError || isUnusableSqlitePath(error)
+    throw new (refused ? ConfigError : Error)(`Cannot back up the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  }
+}
+
+class NoStoreError extends Error {}
