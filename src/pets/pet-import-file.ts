@@ -66,6 +66,12 @@ export function describePosition ({ line, index, column }: RowPosition): string 
 
 /** Bytes read from the file at a time. */
 const CHUNK_BYTES = 64 * 1024
+/**
+ * The longest row, in bytes (JSON) or characters (CSV), far past any pet's: a longer one stops the
+ * import as a file that cannot be used. Held whole, a gigabyte's field (or a CSV quote never closed,
+ * which takes in the rest of the file) took gigabytes, and failed in V8's words.
+ */
+const MAX_ROW_LENGTH = 1024 * 1024
 
 /** A file's size and time of last change, as first read: a reading that finds them changed stops. */
 export interface FileState {
@@ -252,6 +258,10 @@ async function* readJsonItems (chunks: AsyncIterable<Buffer>, countOnly: boolean
   for await (const chunk of chunks) {
     read(() => { reader.write(chunk) })
     window.dropBefore(keptStart, keptPosition)
+    if (window.end - keptStart > MAX_ROW_LENGTH) {
+      const at = element === undefined ? `line ${keptPosition.line}` : describePosition(element.position)
+      throw new ImportFileError(`the row at ${at} is longer than ${MAX_ROW_LENGTH} bytes`)
+    }
     if (items.length > 0) yield items
     items = []
   }
@@ -301,9 +311,12 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
     relax_quotes: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
+    max_record_size: MAX_ROW_LENGTH,
     on_skip: (error) => {
       if (error === undefined) return
       const { line, source } = lines.record((error as CsvError & { raw: string }).raw)
+      // Skipped, such a row took the rows after it with it, unsaid.
+      if (error.code === 'CSV_MAX_RECORD_SIZE') throw new ImportFileError(`the row at line ${line} is longer than ${MAX_ROW_LENGTH} characters (a quote opened and never closed takes in the rest of the file)`)
       items.push({ position: { line }, reason: csvErrorReason(error, csvHeader.length), source })
     },
     // Each record is taken here, in its place among the skipped ones, and not passed on.

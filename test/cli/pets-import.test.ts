@@ -564,6 +564,23 @@ test('an import holds a batch at a time, not the file: 100,000 rows go through a
   assert.match(result.stdout, /^Valid, not stored \(dry run\): 100000 pets\.$/m)
 })
 
+test('a row past 1 MiB (a field of 20 MB, a CSV quote never closed before 3,000,000 rows) stops the import as a file that cannot be used, within a heap of 32 MB: it took gigabytes', async (t) => {
+  const dir = tempDir(t)
+  const { db, databaseUrl } = await createTestStore(t)
+  const cases: Array<[string, string, RegExp]> = [
+    ['quote.csv', `name,categoryId\nRex,1\n"Tom,1\n${'Fido,2\n'.repeat(3_000_000)}`, /quote\.csv: the row at line 3 is longer than 1048576 characters \(a quote opened and never closed takes in the rest of the file\)$/],
+    ['field.json', `[{"name":"Rex","categoryId":1},\n{"name":"${'a'.repeat(20_000_000)}","categoryId":1}]`, /field\.json: the row at element \[1\] at line 2, column 1 is longer than 1048576 bytes$/]
+  ]
+  for (const [name, text, message] of cases) {
+    writeFileSync(join(dir, name), text)
+    const result = await runCli(['pets', 'import', join(dir, name)], { DATABASE_URL: databaseUrl, NODE_OPTIONS: '--max-old-space-size=32' })
+    assert.equal(result.code, 2, `${name}: ${result.stderr.slice(-2000)}`)
+    assert.match(result.stderr.trim(), message)
+    assert.equal(result.stderr.trim().split('\n').length, 1, `one line: ${result.stderr}`)
+  }
+  assert.deepEqual(await storedPets(db), [])
+})
+
 test('a file that is a pipe (mkfifo, /dev/stdin) is imported, through a temporary copy removed after', async (t) => {
   const { db, databaseUrl } = await createTestStore(t)
   const dir = tempDir(t)
