@@ -20,6 +20,8 @@ export class RejectedRowsFileError extends Error {
 export class RejectedRowsFile {
   /** The CSV file's columns kept in the report, by their place in its header. */
   readonly #kept: number[]
+  /** The bytes of the writes that went in whole: a write that fails is cut back to them. */
+  #length = 0
 
   /** `path`: the file's, as given, for messages. */
   constructor (private readonly file: FileHandle, private readonly path: string, private readonly format: ImportFormat, private readonly csvHeader: string[] = []) {
@@ -37,11 +39,16 @@ export class RejectedRowsFile {
   }
 
   async #write (text: string): Promise<void> {
+    const bytes = Buffer.from(text)
     try {
       // A write may take less than it was given (a disk filling up): the rest is written, or fails, after it.
-      const bytes = Buffer.from(text)
       for (let written = 0; written < bytes.length;) written += (await this.file.write(bytes, written)).bytesWritten
+      this.#length += bytes.length
     } catch (error) {
+      // The part that went in is cut off: the report holds the rows of the batches gone through, which
+      // the import's last words name, and not the first of a batch it says it never reached, or half a
+      // row. A file that cannot be cut (a pipe, a device) keeps it.
+      await this.file.truncate(this.#length).catch(() => {})
       throw new RejectedRowsFileError(`--errors ${this.path} cannot be written (${error instanceof Error ? error.message : String(error)})`, { cause: error })
     }
   }
