@@ -115,30 +115,52 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs: number): (request: Request) => Promise<Response> {
   return async (request) => {
     const deadline = new AbortController()
-    const timer = setTimeout(() => { deadline.abort(new DOMException(`No answer within ${timeoutMs} ms (timeoutMs)`, 'TimeoutError')) }, timeoutMs)
+    // The caller's abort ends the call too, with its own reason.
+    const forward = () => { deadline.abort(request.signal.reason) }
+    const bounded = new Request(request, { signal: deadline.signal })
+    const settled = () => {
+      clearTimeout(timer)
+      request.signal.removeEventListener('abort', forward)
+      awaited.delete(bounded)
+    }
+    const timer = setTimeout(() => {
+      deadline.abort(new DOMException(`No answer within ${timeoutMs} ms (timeoutMs)`, 'TimeoutError'))
+      settled()
+    }, timeoutMs)
     // The connection keeps the process alive while the answer comes; a body left unread (a stream the
     // caller dropped) must not keep it for the rest of the deadline.
     timer.unref()
+    if (request.signal.aborted) forward()
+    else request.signal.addEventListener('abort', forward, { once: true })
+    awaited.add(bounded)
     let response: Response
     try {
-      response = await fetch(new Request(request, { signal: AbortSignal.any([request.signal, deadline.signal]) }))
+      response = await fetch(bounded)
     } catch (error) {
-      clearTimeout(timer)
+      settled()
       throw error
     }
     // A Response cannot be made with a status outside 200 to 599 (a proxy's 999): its body is left unbounded.
     if (response.body === null || isEventStream(response) || response.status < 200 || response.status > 599) {
-      clearTimeout(timer)
+      settled()
       return response
     }
     // The deadline's abort errors the body being read; the timer ends with it, read or cancelled.
-    const body = response.body.pipeThrough(new TransformStream({ flush: () => { clearTimeout(timer) } }))
-    const bounded = new Response(body, response)
+    const body = response.body.pipeThrough(new TransformStream({ flush: settled }))
+    const boundedResponse = new Response(body, response)
     // What a Response made anew does not take from another.
-    for (const property of ['url', 'redirected', 'type'] as const) Object.defineProperty(bounded, property, { value: response[property] })
-    return bounded
+    for (const property of ['url', 'redirected', 'type'] as const) Object.defineProperty(boundedResponse, property, { value: response[property] })
+    return boundedResponse
   }
 }
+
+/**
+ * The Requests whose answer is awaited. undici's Request follows the signal it is made with through a
+ * weak reference (undici#4068): one that nothing held while its answer was awaited was collected at
+ * the next garbage collection, the deadline's abort went nowhere, and a call to a server that never
+ * answered waited undici's five minutes.
+ */
+const awaited = new Set<Request>()
 
 function isEventStream (response: Response): boolean {
   return response.headers.get('content-type')?.toLowerCase().startsWith('text/event-stream') === true
