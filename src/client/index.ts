@@ -118,10 +118,14 @@ function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs
     // The caller's abort ends the call too, with its own reason.
     const forward = () => { deadline.abort(request.signal.reason) }
     const bounded = new Request(request, { signal: deadline.signal })
+    const release = () => {
+      awaited.delete(request)
+      awaited.delete(bounded)
+    }
     const settled = () => {
       clearTimeout(timer)
       request.signal.removeEventListener('abort', forward)
-      awaited.delete(bounded)
+      release()
     }
     const timer = setTimeout(() => {
       deadline.abort(new DOMException(`No answer within ${timeoutMs} ms (timeoutMs)`, 'TimeoutError'))
@@ -132,7 +136,7 @@ function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs
     timer.unref()
     if (request.signal.aborted) forward()
     else request.signal.addEventListener('abort', forward, { once: true })
-    awaited.add(bounded)
+    awaited.add(request).add(bounded)
     let response: Response
     try {
       response = await fetch(bounded)
@@ -140,9 +144,16 @@ function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs
       settled()
       throw error
     }
-    // A Response cannot be made with a status outside 200 to 599 (a proxy's 999): its body is left unbounded.
-    if (response.body === null || isEventStream(response) || response.status < 200 || response.status > 599) {
+    if (response.body === null) {
       settled()
+      return response
+    }
+    // An event stream's body is read past the deadline, as is one whose status a Response cannot be
+    // made with (a proxy's 999): still the caller's to abort, its Requests held as long as the body is.
+    if (isEventStream(response) || response.status < 200 || response.status > 599) {
+      clearTimeout(timer)
+      release()
+      Object.defineProperty(response.body, REQUESTS_OF_BODY, { value: [request, bounded] })
       return response
     }
     // The deadline's abort errors the body being read; the timer ends with it, read or cancelled.
@@ -155,12 +166,14 @@ function withDeadline (fetch: (request: Request) => Promise<Response>, timeoutMs
 }
 
 /**
- * The Requests whose answer is awaited. undici's Request follows the signal it is made with through a
- * weak reference (undici#4068): one that nothing held while its answer was awaited was collected at
- * the next garbage collection, the deadline's abort went nowhere, and a call to a server that never
- * answered waited undici's five minutes.
+ * The Requests whose answer is awaited: openapi-fetch's, which follows the caller's signal, and the
+ * one made to follow the deadline. undici's Request follows the signal it is made with through a weak
+ * reference (undici#4068): one that nothing held while its answer was awaited was collected at the
+ * next garbage collection, the abort went nowhere, and a call to a server that never answered waited
+ * undici's five minutes (an event stream, for good).
  */
 const awaited = new Set<Request>()
+const REQUESTS_OF_BODY = Symbol('the Requests whose signals abort this body')
 
 function isEventStream (response: Response): boolean {
   return response.headers.get('content-type')?.toLowerCase().startsWith('text/event-stream') === true

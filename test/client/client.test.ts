@@ -116,6 +116,14 @@ test('a JSON answer whose body stalls throws a TimeoutError past timeoutMs, garb
   let rest = ''
   for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value)
   assert.match(rest, /^id: 1\n/, 'the event sent past the deadline is read')
+  // And the caller's signal ends one past the deadline, garbage collections meanwhile.
+  const leaving = new AbortController()
+  const stream = await createClient({ baseUrl, apiKey: 'ps_x', timeoutMs: 200 }).GET('/events/stream', { parseAs: 'stream', signal: leaving.signal })
+  const streamReader = (stream.data as ReadableStream<Uint8Array>).getReader()
+  await streamReader.read()
+  setTimeout(() => { leaving.abort() }, 400)
+  const readToEnd = async () => { while (!(await streamReader.read()).done); }
+  await assert.rejects(underCollections(readToEnd()), { name: 'AbortError' })
 })
 
 test('with a deadline, an answer keeps its status, URL and redirection, whatever its status (a proxy\'s 999)', async (t) => {
