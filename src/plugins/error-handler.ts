@@ -44,7 +44,7 @@ function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiE
   if (fastifyError.code === 'FST_ERR_MAX_PARAM_LENGTH') return uriTooLong(request.server.initialConfig.routerOptions?.maxParamLength ?? 0, error)
   if (fastifyError.code === 'FST_ERR_BAD_URL') {
     // Fastify's message quotes the whole URL, with whatever key was put in its query.
-    return new ApiError(400, 'bad_request', 'The path is not valid percent-encoded UTF-8', { cause: error })
+    return pathNotPercentEncoded(error)
   }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     const limit = request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 0
@@ -190,6 +190,11 @@ function hasTrailingSlash (url: string): boolean {
 }
 
 const SLASH = 0x2f
+
+/** The router's 400 to a path that is not percent-encoded UTF-8. */
+export function pathNotPercentEncoded (cause?: unknown): ApiError {
+  return new ApiError(400, 'bad_request', 'The path is not valid percent-encoded UTF-8', { cause })
+}
 
 /** The 414 answer to a path parameter (an id) longer than the router takes. */
 export function uriTooLong (maxParamLength: number, cause?: unknown): ApiError {

@@ -13,6 +13,7 @@ import { shareErrorResponses, shareParameters } from '../openapi/shared-componen
 import { declareUnreadRequests } from '../openapi/unread-requests.js'
 import { declareUriTooLong } from '../openapi/uri-too-long.js'
 import { WEBHOOK_DELIVERY_DOCUMENT } from '../webhooks/webhook-delivery-document.js'
+import { pathNotPercentEncoded } from './error-handler.js'
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -161,10 +162,7 @@ const REMOVED_OPERATION_ANSWERS = ['400', '401', '403', '405', '408', '410', '41
 // A removed operation's parameters are no longer read: its 400 is the router's alone, before any hook
 // (no key read, no deprecation headers), as its 414 is.
 const ROUTER_BAD_REQUEST = 'The path is not valid percent-encoded UTF-8, answered before the key is read'
-const ROUTER_BAD_REQUEST_BODY = {
-  schema: { $ref: '#/components/schemas/Error' },
-  example: { code: 'bad_request', message: 'The path is not valid percent-encoded UTF-8', status: 400 }
-}
+const ROUTER_BAD_REQUEST_BODY = { schema: { $ref: '#/components/schemas/Error' }, example: pathNotPercentEncoded().toBody() }
 
 /**
  * The document once operations are past their sunset: each stays, deprecated, with only the answers

@@ -72,8 +72,8 @@ export class WebhookDispatcher {
     private readonly metrics: WebhookMetrics,
     private readonly onError: (error: Error) => void
   ) {
-    // Each delivery in flight listens for the shutdown, and up to `concurrency` are: Node's default
-    // of 10 would warn of a leak past it.
+    // Each delivery awaiting its answer listens for the shutdown, and up to `concurrency` do: Node's
+    // default of 10 would warn of a leak past it.
     setMaxListeners(options.concurrency, this.#closing.signal)
   }
 

@@ -56,15 +56,15 @@ export async function backupSqliteStore (path: string, destination: string): Pro
  */
 function openStoreToCopy (path: string): SqliteConnection {
   let source: SqliteConnection | undefined
+  let holdsPets: boolean
   try {
     source = new SqliteConnection(path, 'default', { queryOnly: true })
-    if (source.query<{ name: string }>("select name from sqlite_schema where type = 'table' and name = 'pets'").length === 0) throw new NoStoreError('it holds no pets table')
-    return source
+    holdsPets = source.query("select 1 from sqlite_schema where type = 'table' and name = 'pets'").length > 0
   } catch (error) {
     source?.close()
-    const refused = error instanceof NoStoreError || isUnusableSqlitePath(error)
-    throw new (refused ? ConfigError : Error)(`Cannot back up the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot back up the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
   }
+  if (holdsPets) return source
+  source.close()
+  throw new ConfigError(`Cannot back up the SQLite store at ${path}: it holds no pets table`)
 }
-
-class NoStoreError extends Error {}
