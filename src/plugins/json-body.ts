@@ -67,13 +67,16 @@ function notParsed (text: string, error: unknown): ApiError {
   return new ApiError(400, 'invalid_json', 'Request body is not valid JSON', { cause: error })
 }
 
-/** The first `charset` parameter of a Content-Type, in lower case and without its quotes (the first, as WHATWG's MIME parsing takes). */
-function charsetOf (contentType: string): string | undefined {
-  if (!contentType.includes(';')) return undefined // the common case: no parameters to look through
+/**
+ * Whether a Content-Type names a charset other than UTF-8's names: each `charset` parameter counts, as
+ * a media type with two is ambiguous (WHATWG's parsing takes the first, others the last).
+ */
+function namesOtherCharset (contentType: string): boolean {
+  if (!contentType.includes(';')) return false // the common case: no parameters to look through
   for (const [, name, value] of contentType.matchAll(PARAMETER)) {
-    if (name!.toLowerCase() === 'charset') return value!.replace(/^"(.*)"$/, '$1').toLowerCase()
+    if (name!.toLowerCase() === 'charset' && !UTF8_CHARSETS.has(value!.replace(/^"(.*)"$/, '$1').toLowerCase())) return true
   }
-  return undefined
+  return false
 }
 
 // What curl -d sends unless told otherwise: the commonest first mistake.
@@ -162,8 +165,7 @@ export default fp(async (app) => {
       done(repeatedHeader('Idempotency-Key', idempotencyKeys), undefined)
       return
     }
-    const charset = charsetOf(request.headers['content-type'] ?? '')
-    if (charset !== undefined && !UTF8_CHARSETS.has(charset)) {
+    if (namesOtherCharset(request.headers['content-type'] ?? '')) {
       done(unsupportedMediaType(request.headers['content-type']), undefined)
       return
     }
