@@ -265,7 +265,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
       maxQueuedRetries: limits.maxQueuedRetries,
       apiUrl
     })
-    await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), committed, apiUrl })
+    await v1.register(orderRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'orders', ORDER_STATUSES), idempotentCreates, committed, apiUrl })
   }, { prefix: '/v1' })
 
   return app

@@ -207,7 +207,7 @@ export interface paths {
         put?: never;
         /**
          * Order an animal (experimental)
-         * @description The animal must be `available`; in one transaction the order is `placed` and the animal becomes `pending`.
+         * @description The animal must be `available`; in one transaction the order is `placed` and the animal becomes `pending`. Send an `Idempotency-Key` to make retries safe.
          *
          *     Requires an API key with the scope `orders:write`.
          */
@@ -3182,7 +3182,10 @@ export interface operations {
     createOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes retries safe: the first request with this key (per API key, for 24 hours) is processed; a retry with the same body gets the same answer with `Idempotent-Replayed: true` and creates nothing */
+                "idempotency-key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3203,6 +3206,7 @@ export interface operations {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     "API-Stability": components["headers"]["API-Stability"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Location: components["headers"]["Location"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -3245,13 +3249,14 @@ export interface operations {
             403: components["responses"]["ForbiddenWithStability"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description The pet is not available */
+            /** @description The pet is not available; or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`) */
             409: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3268,7 +3273,7 @@ export interface operations {
             413: components["responses"]["ContentTooLargeWithStability"];
             415: components["responses"]["UnsupportedMediaTypeWithStability"];
             417: components["responses"]["ExpectationFailed"];
-            /** @description No pet has this petId */
+            /** @description No pet has this petId; or the `Idempotency-Key` was used before with another body */
             422: {
                 headers: {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];

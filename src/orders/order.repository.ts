@@ -2,7 +2,10 @@ import { isoNow, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { lockIdOrder } from '../db/id-order-lock.js'
 import { recordEvents, type NewEvent } from '../events/event-log.js'
+import type { ClaimedCreate } from '../idempotency/idempotent-create.js'
 import { petOfRow } from '../store/pet-columns.js'
+import type { IdempotencyClaim, StoredResponse } from '../store/pet-store.js'
+import { createdResponse, findClaimedResponse, saveResponse } from '../store/stored-response.js'
 import { ORDER_TRANSITIONS } from './order-transitions.js'
 import type { Order, OrderStatus } from './order.schemas.js'
 
@@ -12,18 +15,25 @@ const ORDER_COLUMNS = ['id', 'pet_id as petId', 'status', 'created_at as created
 const ORDER_INSERT_LOCK = 7_340_002
 
 export type PlaceOrderResult =
-  | { outcome: 'placed', order: Order } |
+  | ClaimedCreate & { outcome: 'created', order: Order } |
+  ClaimedCreate & { outcome: 'replayed' } |
   { outcome: 'pet_not_found' } |
   { outcome: 'pet_not_available' }
 
 /**
- * Places an order for an available pet and makes the pet `pending`, with the events of both, in one
- * transaction. The pet is claimed by a conditional update, so of concurrent orders for one pet (on
- * any instance) exactly one finds it `available`; the others change nothing.
+ * Places an order for an available pet and makes the pet `pending`, with the events of both, and
+ * records the answer under the idempotency claim when there is one, in one transaction. The pet is
+ * claimed by a conditional update, so of concurrent orders for one pet (on any instance) exactly one
+ * finds it `available`; the others change nothing. A claim whose key holds an answer already gets
+ * that answer and places nothing.
  */
-export async function placeOrder (db: Db, clock: Clock, petId: bigint): Promise<PlaceOrderResult> {
+export async function placeOrder (db: Db, clock: Clock, petId: bigint, claim?: IdempotencyClaim): Promise<PlaceOrderResult> {
   try {
     return await db.transaction().execute(async (trx): Promise<PlaceOrderResult> => {
+      if (claim !== undefined) {
+        const stored = await findClaimedResponse(trx, claim)
+        if (stored !== undefined) return { outcome: 'replayed', response: stored }
+      }
       const pet = await trx.updateTable('pets').set({ status: 'pending' })
         .where('id', '=', petId).where('status', '=', 'available')
         .returningAll()
@@ -38,11 +48,17 @@ export async function placeOrder (db: Db, clock: Clock, petId: bigint): Promise<
         .values({ pet_id: petId, status: 'placed', created_at: now, updated_at: now })
         .returning(ORDER_COLUMNS)
         .executeTakeFirstOrThrow()
+      let response: StoredResponse | undefined
+      if (claim !== undefined) {
+        response = createdResponse(claim, order)
+        await saveResponse(trx, claim, response, now)
+      }
+      // Last, as every transaction that records events (see recordEvents).
       await recordEvents(trx, now, [
         { type: 'order.placed', data: order },
         { type: 'pet.status_changed', data: { ...petOfRow(pet), previousStatus: 'available' } }
       ])
-      return { outcome: 'placed', order }
+      return { outcome: 'created', order, response }
     })
   } catch (error) {
     // The partial unique index refused a second live order: the pet is taken.

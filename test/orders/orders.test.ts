@@ -53,6 +53,49 @@ forEachStore((store) => {
     assert.deepEqual(list.json(), [], 'no order was stored')
   })
 
+  test('createOrder with an Idempotency-Key places one order however often it is retried, and refuses the key for another body', async (t) => {
+    const testApp = await build(t, { store })
+    const pet = await createPet(testApp, { name: 'Rex', categoryId: 3 })
+    const order = (petId: number, key: string) =>
+      testApp.app.inject({ method: 'POST', url: '/v1/store/orders', headers: { ...testApp.auth, 'idempotency-key': key }, payload: { petId } })
+    const first = await order(pet.id, 'order-1')
+    assert.equal(first.statusCode, 201, first.body)
+    assert.equal(first.headers['idempotent-replayed'], undefined)
+    // The retry of an order placed gets its answer, not a 409 for the pet it made pending.
+    const retry = await order(pet.id, 'order-1')
+    assert.equal(retry.statusCode, 201, retry.body)
+    assert.equal(retry.headers['idempotent-replayed'], 'true')
+    assert.equal(retry.body, first.body)
+    assert.equal(retry.headers.location, first.headers.location)
+    assert.equal(retry.headers.location, `/v1/store/orders/${first.json().id}`)
+    const concurrent = await Promise.all(Array.from({ length: 6 }, () => order(pet.id, 'order-1')))
+    for (const answer of concurrent) {
+      if (answer.statusCode === 201) assert.equal(answer.body, first.body)
+      else assert.equal(errorOf(answer).code, 'idempotency_key_in_use', answer.body)
+    }
+
+    const other = await order(pet.id + 1, 'order-1')
+    assert.equal(other.statusCode, 422)
+    assert.equal(errorOf(other).code, 'idempotency_key_reused')
+    const asPet = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...testApp.auth, 'idempotency-key': 'order-1' }, payload: { name: 'Rex', categoryId: 3 } })
+    assert.equal(asPet.statusCode, 422)
+    assert.equal(errorOf(asPet).message, 'This Idempotency-Key was used for another operation, a create at /v1/store/orders: use a new key')
+
+    // A refusal is not kept: once the pet is free again, the same key places an order.
+    const taken = await order(pet.id, 'order-2')
+    assert.equal(taken.statusCode, 409)
+    assert.equal(errorOf(taken).code, 'pet_not_available')
+    assert.equal((await moveOrder(testApp, first.json().id, 'cancelled')).statusCode, 200)
+    const placed = await order(pet.id, 'order-2')
+    assert.equal(placed.statusCode, 201, placed.body)
+    assert.equal(placed.headers['idempotent-replayed'], undefined)
+
+    const orders = (await testApp.app.inject({ url: '/v1/store/orders', headers: testApp.auth })).json() as Array<{ id: number, status: string }>
+    assert.deepEqual(orders.map(({ id, status }) => ({ id, status })), [{ id: first.json().id, status: 'cancelled' }, { id: placed.json().id, status: 'placed' }])
+    const events = (await testApp.app.inject({ url: '/v1/events?type=order.placed', headers: testApp.auth })).json() as Array<{ data: { id: number } }>
+    assert.deepEqual(events.map(({ data }) => data.id), [first.json().id, placed.json().id], 'one order.placed event per order placed')
+  })
+
   test('bad order bodies are 400 as for pets, and change nothing', async (t) => {
     const testApp = await build(t, { store })
     const pet = await createPet(testApp, { name: 'Rex', categoryId: 3 })
