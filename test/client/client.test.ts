@@ -164,6 +164,13 @@ test('an error answer without a body leaves `error` undefined, however its end i
   }
 })
 
+test('an int64 mode the compiler cannot pin down is refused at createClient (checked by tsc), not made a client none of whose calls compile', () => {
+  const mode = (process.env.PETSTORE_TEST_INT64 === 'bigint' ? 'bigint' : 'number') as 'number' | 'bigint'
+  // @ts-expect-error: a mode read from the environment is either; the caller picks one by a branch
+  const client = createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'ps_x', int64: mode })
+  assert.equal(typeof client.GET, 'function', 'at run time the client is made all the same')
+})
+
 test('an answer that is not the API\'s (a proxy\'s HTML 502) comes as its text, and `error` is typed so', async (t) => {
   const proxy = createServer((_request, response) => {
     response.writeHead(502, { 'content-type': 'text/html' })
