@@ -122,7 +122,7 @@ function buildProgram (): Command {
     .addHelpText('after', examples(`${cmd} backup backups/petstore-$(date +%F).db`) + `
 A copy of the store's file alone (cp) lacks the commits still in its -wal file. To restore: stop the
 service, move the store's file and its -wal and -shm files (if any) away, put the copy in its place,
-start the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy or the file exists.`)
+start the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to copy, the file exists or its folder cannot be made.`)
     .action(async (file: string) => {
       const { DATABASE_URL } = loadConfig()
       const storeFiles = sqliteStoreFiles(DATABASE_URL)

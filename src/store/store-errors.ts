@@ -33,6 +33,15 @@ export function markConnectionRefused (error: unknown): unknown {
   return error
 }
 
+/**
+ * The store fault (SQLITE_IOERR: 503) for a system call on a SQLite store's files that failed while it
+ * served (`stat` or `read`: EIO from a failing disk, EACCES from a folder made unreadable): its errno
+ * alone was taken for a bug, a 500.
+ */
+export function storeFileFault (error: unknown, file: string): Error {
+  return Object.assign(new Error(`The store's file ${file} cannot be read: ${fieldsOf(error).message ?? String(error)}`, { cause: error }), { code: 'SQLITE_IOERR' })
+}
+
 /** True for an error that says the store cannot answer now (full, locked, down), not that the request is wrong. */
 export function isStoreUnavailable (error: unknown): boolean {
   if (typeof error === 'object' && error !== null && refusedConnections.has(error)) return true

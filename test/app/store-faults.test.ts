@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
 import { LIMITS } from '../../src/app.js'
+import { isStoreUnavailable } from '../../src/store/store-errors.js'
+import { WalIndexStamp } from '../../src/store/sqlite/wal-index-stamp.js'
 import { build, closesWithin, createPet, defer, errorOf, openRawConnection } from '../helper.js'
 
 test('a locked SQLite store answers 503 with the Error body, and writes resume once it is free', async (t) => {
@@ -73,6 +77,32 @@ test('a SQLite store whose write-ahead log alone is deleted refuses writes (503)
   // Another process opening the store makes a new, empty log: not the one the service has open either.
   new SqliteDatabase(path).close()
   assert.equal((await testApp.app.inject({ url: '/readyz' })).statusCode, 503)
+})
+
+test('a SQLite store whose files the system cannot look at (a folder made unreadable, a failing disk) answers 503, not 500', async (t) => {
+  const testApp = await build(t)
+  await createPet(testApp, { name: 'Rex', categoryId: 1 })
+  const path = testApp.config.DATABASE_URL.slice('sqlite:'.length)
+  // A symbolic link to itself where the log's path is: stat fails (ELOOP), as it does with EACCES in
+  // a folder made unreadable under a service that is not root's, or with EIO on a failing disk.
+  renameSync(`${path}-wal`, `${path}-wal.kept`)
+  symlinkSync(`${path}-wal`, `${path}-wal`)
+  const created = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Lost', categoryId: 1 } })
+  assert.equal(created.statusCode, 503, created.body)
+  assert.equal(errorOf(created).code, 'service_unavailable')
+  assert.equal(created.headers['retry-after'], '1')
+  assert.equal((await testApp.app.inject({ url: '/readyz' })).statusCode, 503)
+  rmSync(`${path}-wal`)
+  renameSync(`${path}-wal.kept`, `${path}-wal`)
+  assert.equal((await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth, payload: { name: 'Max', categoryId: 1 } })).statusCode, 201)
+
+  // The WAL index's header, read for every cached read, failing to be read (EIO on a failing disk;
+  // EISDIR here, from a folder) is a store fault too.
+  const folder = mkdtempSync(join(tmpdir(), 'petstore-stamp-'))
+  defer(t, () => { rmSync(folder, { recursive: true }) })
+  const stamp = new WalIndexStamp(folder)
+  defer(t, () => { stamp.close() })
+  assert.throws(() => stamp.read(), (error) => isStoreUnavailable(error))
 })
 
 test('writes refused one after another by a lock held elsewhere do not stall the service into shedding load: reads are answered meanwhile', async (t) => {

@@ -77,7 +77,10 @@ test('backup refuses, with exit code 2, a file that exists or is being made, a s
     ['postgres://petstore:secret@127.0.0.1:1/petstore', join(dir, 'copy.db'), /a PostgreSQL store: back it up with PostgreSQL's own tools \(pg_dump/],
     [databaseUrl, `${join(dir, 'copy.db')} `, /The file name ".*copy\.db " is empty, or begins or ends with white space: give one without/],
     [databaseUrl, '', /The file name "" is empty/],
-    [databaseUrl, `${databaseUrl.slice('sqlite:'.length)}-journal`, /-journal is a name SQLite gives a file of the store itself: give the copy another/]
+    [databaseUrl, `${databaseUrl.slice('sqlite:'.length)}-journal`, /-journal is a name SQLite gives a file of the store itself: give the copy another/],
+    // A folder that cannot be made: under /proc, Node's recursive mkdir went round for ever.
+    [databaseUrl, '/proc/petstore-no-such-folder/copy.db', /Cannot make the folder \/proc\/petstore-no-such-folder for the copy: ENOENT/],
+    [databaseUrl, join(taken, 'copy.db'), /Cannot make the folder .*taken\.db for the copy: .*taken\.db is a file, not a folder/]
   ]
   for (const [url, file, said] of cases) {
     const refused = await runCli(['backup', file], { DATABASE_URL: url })

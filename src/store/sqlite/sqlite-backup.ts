@@ -1,7 +1,8 @@
-import { closeSync, existsSync, linkSync, mkdirSync, openSync, rmSync, unlinkSync } from 'node:fs'
+import { closeSync, existsSync, linkSync, openSync, rmSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ConfigError } from '../../config.js'
 import { isUnusableSqlitePath } from '../store-errors.js'
+import { makeFolder } from './make-folder.js'
 import { SqliteConnection } from './sqlite-connection.js'
 
 /**
@@ -17,7 +18,12 @@ export async function backupSqliteStore (path: string, destination: string): Pro
   const partial = `${destination}.partial`
   const source = openStoreToCopy(path)
   try {
-    mkdirSync(dirname(destination), { recursive: true })
+    const folder = dirname(destination)
+    try {
+      makeFolder(folder)
+    } catch (error) {
+      throw new ConfigError(`Cannot make the folder ${folder} for the copy: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    }
     try {
       closeSync(openSync(partial, 'wx'))
     } catch (error) {

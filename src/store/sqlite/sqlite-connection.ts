@@ -1,8 +1,10 @@
-import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import type { SqliteDatabase as KyselySqliteDatabase } from 'kysely'
 import type { Durability } from '../store.js'
+import { storeFileFault } from '../store-errors.js'
+import { makeFolder } from './make-folder.js'
 
 // Once open: better-sqlite3 waits synchronously, stalling every request meanwhile: long enough for
 // another process's short transactions (a batch of `pets import` included), short enough that writes
@@ -109,9 +111,9 @@ export class SqliteConnection {
    * transaction, a few microseconds.
    */
   checkFile (): void {
-    const wal = statSync(`${this.#path}-wal`, { throwIfNoEntry: false })
+    const wal = statOf(`${this.#path}-wal`)
     this.#wal ??= wal
-    const moved = !sameFile(statSync(this.#path, { throwIfNoEntry: false }), this.#file) ? `The store file ${this.#path}` :
+    const moved = !sameFile(statOf(this.#path), this.#file) ? `The store file ${this.#path}` :
       this.#wal !== undefined && !sameFile(wal, this.#wal) ? `The store's write-ahead log ${this.#path}-wal` :
         undefined
     if (moved === undefined) return
@@ -169,23 +171,12 @@ function sameFile (file: FileId | undefined, opened: FileId): boolean {
   return file?.dev === opened.dev && file.ino === opened.ino
 }
 
-/**
- * Makes the store's folder and those above it that are missing, one at a time: Node's recursive mkdir
- * retries for ever where the kernel answers ENOENT though the parent exists (under /proc). Names the
- * file that stands in the way, which mkdir's EEXIST and ENOTDIR do not.
- */
-function makeFolder (folder: string): void {
-  const file = fileOnPath(folder)
-  if (file !== undefined) throw Object.assign(new Error(`${file} is a file, not a folder`), { code: 'ENOTDIR' })
-  const missing: string[] = []
-  for (let path = folder; !existsSync(path); path = dirname(path)) missing.unshift(path)
-  for (const path of missing) {
-    try {
-      mkdirSync(path)
-    } catch (error) {
-      // Made meanwhile by another process (the workers of WEB_CONCURRENCY start together).
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(path).isDirectory()) throw error
-    }
+/** The file at `path`, undefined if there is none; a store fault if the system cannot tell (see storeFileFault). */
+function statOf (path: string): FileId | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false })
+  } catch (error) {
+    throw storeFileFault(error, path)
   }
 }
 
@@ -212,12 +203,4 @@ function refuseReadOnly (path: string): void {
   const existing = named.filter(([target]) => existsSync(target))
   for (const [target, what] of existing) tryWriting(target, what)
   if (existing.length < named.length) tryWriting(folder, `its folder ${folder}, where SQLite makes the store's files`)
-}
-
-/** The nearest of `folder` and the folders above it that exists, when it is not a folder. */
-function fileOnPath (folder: string): string | undefined {
-  for (let path = folder; ; path = dirname(path)) {
-    if (existsSync(path)) return statSync(path).isDirectory() ? undefined : path
-    if (dirname(path) === path) return undefined
-  }
 }

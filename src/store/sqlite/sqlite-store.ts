@@ -75,6 +75,8 @@ export function openSqliteStore (path: string, { durability, clock, log, checkpo
     ping: async () => {
       writer.checkFile()
       reader.query('select 1')
+      // What every cached read looks at first: a disk failing under a warm cache answers nothing else.
+      commitVersion()
     },
     close: async () => { await (closed ??= close()) }
   }

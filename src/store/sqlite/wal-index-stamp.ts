@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs'
+import { storeFileFault } from '../store-errors.js'
 
 // The first of the two copies of the wal-index header (https://www.sqlite.org/walformat.html).
 const HEADER_BYTES = 48
@@ -21,13 +22,18 @@ export class WalIndexStamp {
   readonly #fd: number
 
   /** `path` is the `-shm` file of a store in WAL mode that the caller keeps open. */
-  constructor (path: string) {
+  constructor (private readonly path: string) {
     this.#fd = openSync(path, 'r')
   }
 
-  /** The header as text. */
+  /** The header as text; a store fault if it cannot be read (a failing disk). */
   read (): string {
-    const length = readSync(this.#fd, this.#header, 0, HEADER_BYTES, 0)
+    let length: number
+    try {
+      length = readSync(this.#fd, this.#header, 0, HEADER_BYTES, 0)
+    } catch (error) {
+      throw storeFileFault(error, this.path)
+    }
     return this.#header.toString('latin1', 0, length)
   }
 
