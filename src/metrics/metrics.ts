@@ -4,7 +4,7 @@ import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'pr
 import { ApiError } from '../errors.js'
 import { boundLingeringClose } from '../lingering-close.js'
 import { answerClientError, answerConnect, answerUnmetExpectation, answerWithError, methodNotAllowed, NOT_COUNTED } from '../plugins/error-handler.js'
-import { announcesBody, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
+import { announcesBody, expectsOnlyContinue, HOST_REQUIRED, otherHttpVersion } from '../plugins/request-head.js'
 import { SECURITY_HEADERS } from '../plugins/security-headers.js'
 import { HistogramTally } from './histogram-tally.js'
 
@@ -126,6 +126,10 @@ export function createMetricsServer (registry: MetricsSource, limits: MetricsLis
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => { answerUnmetExpectation(request, response, NOT_COUNTED) })
   // A request is refused with its body unread (see refusalOf): 100 Continue only to one without a body.
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (!expectsOnlyContinue(request)) {
+      answerUnmetExpectation(request, response, NOT_COUNTED)
+      return
+    }
     if (refusalOf(request) === undefined) response.writeContinue()
     server.emit('request', request, response)
   })

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import fp from 'fastify-plugin'
-import { announcesBody } from './request-head.js'
+import { announcesBody, expectsOnlyContinue } from './request-head.js'
 
 /**
  * Answers `Expect: 100-continue` with `100 Continue` only when the body is about to be read, as RFC
@@ -20,6 +20,10 @@ import { announcesBody } from './request-head.js'
  */
 export default fp(async (app) => {
   app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (!expectsOnlyContinue(request)) {
+      app.server.emit('checkExpectation', request, response)
+      return
+    }
     if (!announcesBody(request)) {
       response.writeContinue()
     } else {

@@ -88,3 +88,12 @@ export function announcesBody ({ headers }: IncomingMessage): boolean {
   const { 'transfer-encoding': codings, 'content-length': length = '0' } = headers
   return codings !== undefined || length !== '0'
 }
+
+/**
+ * Whether a request's `Expect` asks for 100-continue and nothing else. Node's test takes any value
+ * holding it (`foo, 100-continue`, `100-continue;a=b`), and a list asks for each of its members
+ * (RFC 9110, section 10.1.1), which are not met.
+ */
+export function expectsOnlyContinue ({ headers }: IncomingMessage): boolean {
+  return headers.expect?.trim().toLowerCase() === '100-continue'
+}
