@@ -113,7 +113,9 @@ function countInMemory (perMinute: number, maxCounters: number, clock: Clock): C
         forgetOldest(windows, maxCounters, now)
       }
       window.count++
-      return { remaining: Math.max(0, perMinute - window.count), resetSeconds: Math.ceil((window.endsAt - now) / 1000), exceeded: window.count > perMinute }
+      // At most the window: `now + WINDOW_MS - now` is a hair over it at some times, in floating point.
+      const resetSeconds = Math.min(WINDOW_MS / 1000, Math.ceil((window.endsAt - now) / 1000))
+      return { remaining: Math.max(0, perMinute - window.count), resetSeconds, exceeded: window.count > perMinute }
     }
   }
 }

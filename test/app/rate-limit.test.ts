@@ -80,6 +80,15 @@ forEachStore((store) => {
     assert.equal(admitted.headers.ratelimit, '"default";r=1;t=60')
   })
 
+  test('a window just begun has 60 seconds left, never 61, wherever the process clock is', async (t) => {
+    // At this time, a window's end 60,000 ms on, less the time, is a hair over 60,000 in floating point.
+    const elapsed = 996523.3694363817
+    assert.ok((elapsed + 60_000) - elapsed > 60_000)
+    const testApp = await build(t, { store, clock: { now: () => Date.parse('2026-11-23T12:00:00Z'), elapsed: () => elapsed } })
+    const first = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.match(String(first.headers.ratelimit), /;t=60$/)
+  })
+
   test('a step of the time of day (NTP, a VM resumed), back or forward, neither freezes a window nor ends it: windows are time elapsed', async (t) => {
     const clock = manualClock()
     const testApp = await build(t, { store, env: { RATE_LIMIT_PER_MINUTE: '2' }, clock })
