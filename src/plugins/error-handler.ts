@@ -44,7 +44,7 @@ function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiE
   if (fastifyError.code === 'FST_ERR_MAX_PARAM_LENGTH') return uriTooLong(request.server.initialConfig.routerOptions?.maxParamLength ?? 0, error)
   if (fastifyError.code === 'FST_ERR_BAD_URL') {
     // Fastify's message quotes the whole URL, with whatever key was put in its query.
-    return pathNotPercentEncoded(error)
+    return isBadAbsoluteTarget(request.raw.url ?? '') ? badAbsoluteTarget(error) : pathNotPercentEncoded(error)
   }
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     const limit = request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 0
@@ -194,6 +194,15 @@ const SLASH = 0x2f
 /** The router's 400 to a path that is not percent-encoded UTF-8. */
 export function pathNotPercentEncoded (cause?: unknown): ApiError {
   return new ApiError(400, 'bad_request', 'The path is not valid percent-encoded UTF-8', { cause })
+}
+
+/** Whether a request target in absolute form (`http://host:port/path`, RFC 9112 section 3.2.2) is no URL: its host or port is not valid. */
+function isBadAbsoluteTarget (target: string): boolean {
+  return !target.startsWith('/') && !URL.canParse(target)
+}
+
+function badAbsoluteTarget (cause: unknown): ApiError {
+  return new ApiError(400, 'bad_request', 'The request target is an absolute URL whose host or port is not valid: send the path alone, with the host in Host', { cause })
 }
 
 /** The 414 answer to a path parameter (an id) longer than the router takes. */

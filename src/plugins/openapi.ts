@@ -161,7 +161,7 @@ function declareNoContent (paths: Record<string, Record<string, { responses?: Re
 const REMOVED_OPERATION_ANSWERS = ['400', '401', '403', '405', '408', '410', '414', '417', '429', '431', '500', '503']
 // A removed operation's parameters are no longer read: its 400 is the router's alone, before any hook
 // (no key read, no deprecation headers), as its 414 is.
-const ROUTER_BAD_REQUEST = 'The path is not valid percent-encoded UTF-8, answered before the key is read'
+const ROUTER_BAD_REQUEST = 'The path is not valid percent-encoded UTF-8 (or a request target in absolute form names no valid host or port), answered before the key is read'
 const ROUTER_BAD_REQUEST_BODY = { schema: { $ref: '#/components/schemas/Error' }, example: pathNotPercentEncoded().toBody() }
 
 /**

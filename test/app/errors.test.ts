@@ -330,6 +330,18 @@ test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node 
   assert.match(reply, /^HTTP\/1\.1 200 /)
 })
 
+test('a request target in absolute form whose host or port is not valid is a 400 that says so, not one about the path', async (t) => {
+  const testApp = await build(t)
+  for (const target of ['http://api.example.com:65536/healthz', 'http://[::1/healthz']) {
+    const reply = await exchange(testApp, `GET ${target} HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n`)
+    assert.match(reply, /^HTTP\/1\.1 400 /, target)
+    assert.ok(reply.endsWith(JSON.stringify({ code: 'bad_request', message: 'The request target is an absolute URL whose host or port is not valid: send the path alone, with the host in Host', status: 400 })), reply)
+  }
+  // One that is valid is served, and a path not percent-encoded is still named so.
+  assert.match(await exchange(testApp, 'GET http://api.example.com/healthz HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 200 /)
+  assert.match(await exchange(testApp, 'GET /v1/pets/%ZZ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'), /"message":"The path is not valid percent-encoded UTF-8"/)
+})
+
 test('a request line of another HTTP version than 1.0 and 1.1 is a 400: Node served HTTP/2.0 as if it were 1.1', async (t) => {
   const testApp = await build(t)
   const reply = await exchange(testApp, 'GET /healthz HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n')
