@@ -1,5 +1,5 @@
-import { existsSync, realpathSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { existsSync, realpathSync, statfsSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { systemClock, type Clock } from '../clock.js'
 import { ConfigError, loadConfig, sqlitePathOf, type Config } from '../config.js'
 import type { Deadlines } from './postgres/deadline-pool.js'
@@ -58,8 +58,21 @@ export function openStore (databaseUrl: string, options: StoreOptions = {}): Sto
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
       // A path that cannot be the store is a setting to change (exit 2), as an invalid value is.
-      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}${fullDiskNote(path)}`, { cause: error })
     }
   }
   return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })
+}
+
+/**
+ * What to add to an opening's failure when the disk of the store's folder has no space left: SQLite,
+ * unable to make its `-shm` and `-wal` files there, says only "disk I/O error".
+ */
+function fullDiskNote (path: string): string {
+  const folder = dirname(resolve(path))
+  try {
+    return statfsSync(folder).bavail === 0 ? `; the disk it is on is full (no space left in ${folder})` : ''
+  } catch {
+    return '' // no folder to look at: the opening's own error says what is wrong
+  }
 }

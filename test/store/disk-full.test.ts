@@ -4,6 +4,7 @@ import { closeSync, openSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import SqliteDatabase from 'better-sqlite3'
+import { openStore } from '../../src/store/open-store.js'
 import { isStoreUnavailable } from '../../src/store/store-errors.js'
 import { build, createPet, defer, errorOf, tempDir } from '../helper.js'
 
@@ -62,4 +63,19 @@ test('on a full disk every write path answers 503 (or fails as unavailable), and
     assert.equal(response.statusCode, 201, `${request.url}: ${response.body}`)
   }
   assert.equal((await testApp.store.pets.insertMany(many)).length, 500)
+})
+
+test('a store that cannot be opened for a full disk says the disk is full, where SQLite says "disk I/O error"', { timeout: 30_000 }, async (t) => {
+  const dir = tempDir(t)
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir])
+  defer(t, () => execFileSync('umount', ['-l', dir]))
+  const path = join(dir, 'petstore.db')
+  await openStore(`sqlite:${path}`).close()
+  fillUp(join(dir, 'filler'))
+  assert.throws(() => openStore(`sqlite:${path}`), (error: Error) => {
+    assert.match(error.message, new RegExp(`^Cannot open the SQLite store at ${path}: .*; the disk it is on is full \\(no space left in ${dir}\\)$`))
+    return true
+  })
+  rmSync(join(dir, 'filler'))
+  await openStore(`sqlite:${path}`).close()
 })
