@@ -259,6 +259,9 @@ function refusedParameters ({ searchParams, search }: URL, config: Config): stri
   if (sslMode !== null && !sslModes.includes(sslMode)) {
     return `its sslmode is ${JSON.stringify(sslMode)}: give ${sslModes.slice(0, -1).join(', ')} or ${sslModes.at(-1)}${sslModes === LIBPQ_SSL_MODES ? ' (with uselibpqcompat=true)' : ''}`
   }
+  // pg's socket threw on it at connect, out of its pool's reach: a command then never ended.
+  const port = searchParams.get('port')
+  if (port !== null && !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) return `its port is ${JSON.stringify(port)}: give a number from 1 to 65535`
   return names.map((parameter) => refusedParameter(parameter, config)).find((reason) => reason !== undefined)
 }
 
@@ -347,6 +350,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // SQLite opens these as names of files: a folder named ~ in the working folder, a file named :memory,
   // one named petstore.db?mode=ro (options of SQLite's URIs, which the service does not open).
   const sqlitePath = sqlitePathOf(config.DATABASE_URL)
+  // better-sqlite3 trims the name it opens: the service would check one file, and SQLite open another.
+  if (sqlitePath !== undefined && sqlitePath !== sqlitePath.trim()) {
+    throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; the path begins or ends with white space, which SQLite would drop: give it without`)
+  }
   if (sqlitePath !== undefined && (sqlitePath.startsWith('~') || (sqlitePath.startsWith(':') && sqlitePath !== ':memory:') || /\?[^/]*=/.test(sqlitePath))) {
     throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; ` +
       'sqlite: takes a path as written (a shell expands ~, the service does not; ?name=value would be part of the file\'s name), or :memory: (sqlite::memory:)')

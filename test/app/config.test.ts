@@ -141,6 +141,14 @@ test('a configuration error names the variable, the value received and what is a
     'its password holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
     [{ DATABASE_URL: 'postgres://app@db/p%E0ts' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db/p%E0ts"; ' +
     'its database name holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
+    // pg's socket threw at connect, out of its pool's reach: every command hung on closing the store and exited 13, saying nothing.
+    [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?port=99999' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets?port=99999"; ' +
+    'its port is "99999": give a number from 1 to 65535'],
+    [{ DATABASE_DIRECT_URL: 'postgres://app@db/pets?port=abc' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://***@db/pets?port=abc"; ' +
+    'its port is "abc": give a number from 1 to 65535'],
+    // better-sqlite3 trims the name it opens: the service checked one file and SQLite opened, or made, another.
+    [{ DATABASE_URL: 'sqlite:./pets.db ' }, 'Invalid configuration: DATABASE_URL is "sqlite:./pets.db "; the path begins or ends with white space, ' +
+    'which SQLite would drop: give it without'],
     // SQLite made a file named after the whole text, options included.
     [{ DATABASE_URL: 'sqlite:./pets.db?mode=ro' }, 'Invalid configuration: DATABASE_URL is "sqlite:./pets.db?mode=ro"; ' +
     'sqlite: takes a path as written (a shell expands ~, the service does not; ?name=value would be part of the file\'s name), or :memory: (sqlite::memory:)'],
