@@ -143,7 +143,7 @@ start the service. Exit codes: 0 copied, 1 the copy failed, 2 no SQLite store to
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
         throw new ConfigError(`${file} exists (made during the copy, or a link to no file): it was kept, and the copy left as ${file}.partial`, { cause: error })
       })
-      console.log(`Backed up ${path} to ${file}: ${pets} pets, as committed at one moment of the copy.`)
+      console.log(`Backed up ${printable(path)} to ${printable(file)}: ${pets} pets, as committed at one moment of the copy.`)
     })
 
   const keys = program.command('keys').description('manage API keys')

@@ -12,6 +12,7 @@ import type { Store } from '../store/store.js'
 import { ImportFileError, describePosition, formatOfFile, readImportItems, surveyImportFile, type FileState, type ImportFormat, type RejectedRow, type RowPosition } from '../pets/pet-import-file.js'
 import { importPets, type ImportReport } from '../pets/pet-import.js'
 import { RejectedRowsFile, RejectedRowsFileError } from './rejected-rows-file.js'
+import { printable } from '../printable.js'
 import { createProgress } from './progress.js'
 
 export interface PetsImportOptions {
@@ -87,7 +88,7 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
       console.log(`${error.message}. Nothing stored.`)
       return false
     }
-    console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${file} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
+    console.log(`${options.dryRun ? 'Checking' : 'Importing'} ${count(total, 'row')} from ${printable(file)} (${format.toUpperCase()}), ${options.batchSize} per transaction.`)
     // Rows are counted as they are gone through, rejected ones too: the lines after say how many were stored.
     const progress = createProgress(total, options.dryRun ? 'Checked' : 'Processed')
     const shown: RejectedRow[] = []
@@ -119,7 +120,7 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
     } catch (error) {
       if (!(error instanceof ImportFileError)) throw error
       progress.stop()
-      console.log(`${file}: ${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}, the file's first valid rows`}; the rest not.`)
+      console.log(`${printable(file)}: ${error.message}. ${options.dryRun ? 'Nothing stored (dry run)' : `Stored: ${count(stored, 'pet')}, the file's first valid rows`}; the rest not.`)
       return false
     }
     progress.stop()
@@ -133,12 +134,12 @@ async function importRows (withStore: <T>(work: (store: Store) => Promise<T>) =>
 
     for (const { position, reason } of shown) console.log(`${describePosition(position)}: ${reason}`)
     if (report.rejected > shown.length) {
-      const where = options.errors === undefined ? '; --errors FILE writes them all' : `, all in ${options.errors}`
+      const where = options.errors === undefined ? '; --errors FILE writes them all' : `, all in ${printable(options.errors)}`
       console.log(`… and ${count(report.rejected - shown.length, 'more rejected row')}${where}.`)
     }
 
     console.log(`${options.dryRun ? 'Valid, not stored (dry run)' : 'Stored'}: ${count(report.stored, 'pet')}.`)
-    if (report.rejected > 0) console.log(`Rejected: ${count(report.rejected, 'row')}${options.errors === undefined ? '' : `, written to ${options.errors}`}.`)
+    if (report.rejected > 0) console.log(`Rejected: ${count(report.rejected, 'row')}${options.errors === undefined ? '' : `, written to ${printable(options.errors)}`}.`)
     if (report.failedBatch !== undefined) {
       const { first, last, reason, mayBeStored } = report.failedBatch
       const batch = `the batch from ${describePosition(first)} to ${describePosition(last)}`

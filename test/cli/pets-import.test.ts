@@ -358,6 +358,23 @@ test('an import while another process holds the SQLite store\'s write lock is on
   assert.deepEqual(holder.prepare('select count(*) as pets from pets').get(), { pets: 0 })
 })
 
+test('file names are printed as the errors print them: a control character in one (an escape sequence) is shown, not sent to the terminal', async (t) => {
+  const dir = tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+  const pets = join(dir, 'esc\u001b[31mred\u0007.csv')
+  writeFileSync(pets, 'name,categoryId\nRex,1\nTom,x\n')
+  const errors = join(dir, 'rejected\u001b[2J.csv')
+  const imported = await runCli(['pets', 'import', pets, '--errors', errors], env)
+  assert.equal(imported.code, 1, imported.stdout)
+  assert.match(imported.stdout, /^Importing 2 rows from .*esc\\u001b\[31mred\\u0007\.csv \(CSV\)/m)
+  assert.match(imported.stdout, /^Rejected: 1 row, written to .*rejected\\u001b\[2J\.csv\.$/m)
+  const copy = join(dir, 'copy\u001b]0;title\u0007.db')
+  const backedUp = await runCli(['backup', copy], env)
+  assert.equal(backedUp.code, 0, backedUp.stderr)
+  assert.match(backedUp.stdout, /to .*copy\\u001b\]0;title\\u0007\.db: 1 pets/)
+  for (const output of [imported.stdout, backedUp.stdout]) assert.ok(!output.includes('\u001b') && !output.includes('\u0007'), output)
+})
+
 test('a JSON file that starts with a UTF-8 byte order mark is read as without it', async (t) => {
   const dir = tempDir(t)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
