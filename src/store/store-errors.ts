@@ -16,6 +16,12 @@ const POSTGRES_CONNECTION_LOST_CODES = /^(08|57P)|^E[A-Z_]+$/
 const NO_PASSWORD_GIVEN = /^SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a (non-empty )?string$/
 const NO_PASSWORD_GIVEN_PLAINLY = 'PostgreSQL asks for a password, and the connection URL gives none: postgres://USER:PASSWORD@HOST:PORT/DB'
 
+// pg's words when the URL asks for SSL (any sslmode but disable: it takes prefer for verify-full) and
+// the server offers none: no outage, which a restart would outlast.
+const NO_SSL_OFFERED = 'The server does not support SSL connections'
+const NO_SSL_OFFERED_PLAINLY = `${NO_SSL_OFFERED}, which the URL asks for (pg, the driver, takes sslmode prefer, require and verify-ca for verify-full): ` +
+  'set sslmode=disable for a connection without SSL, or turn SSL on in the server'
+
 // Errors of a connection the server refused to open (see markConnectionRefused).
 const refusedConnections = new WeakSet<object>()
 
@@ -26,10 +32,8 @@ const refusedConnections = new WeakSet<object>()
  */
 export function markConnectionRefused (error: unknown): unknown {
   if (typeof error === 'object' && error !== null) refusedConnections.add(error)
-  if (error instanceof Error && NO_PASSWORD_GIVEN.test(error.message)) {
-    error.stack = error.stack?.replace(error.message, NO_PASSWORD_GIVEN_PLAINLY)
-    error.message = NO_PASSWORD_GIVEN_PLAINLY
-  }
+  if (error instanceof Error && NO_PASSWORD_GIVEN.test(error.message)) reword(error, NO_PASSWORD_GIVEN_PLAINLY)
+  if (error instanceof Error && error.message === NO_SSL_OFFERED) reword(error, NO_SSL_OFFERED_PLAINLY)
   return error
 }
 
@@ -40,6 +44,11 @@ export function markConnectionRefused (error: unknown): unknown {
  */
 export function storeFileFault (error: unknown, file: string): Error {
   return Object.assign(new Error(`The store's file ${file} cannot be read: ${fieldsOf(error).message ?? String(error)}`, { cause: error }), { code: 'SQLITE_IOERR' })
+}
+
+function reword (error: Error, message: string): void {
+  error.stack = error.stack?.replace(error.message, message)
+  error.message = message
 }
 
 /** True for an error that says the store cannot answer now (full, locked, down), not that the request is wrong. */
@@ -75,7 +84,7 @@ export function isUnusableSqlitePath (error: unknown): boolean {
  */
 export function isRefusedPostgresSetting (error: unknown): boolean {
   const { code, message } = fieldsOf(error)
-  if (code === undefined) return message === NO_PASSWORD_GIVEN_PLAINLY
+  if (code === undefined) return message === NO_PASSWORD_GIVEN_PLAINLY || message === NO_SSL_OFFERED_PLAINLY
   return POSTGRES_REFUSED_SETTING.has(code) || (POSTGRES_REFUSED_STARTUP_SETTING.has(code) && refusedConnections.has(error as object))
 }
 

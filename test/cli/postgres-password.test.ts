@@ -50,6 +50,25 @@ test('a PostgreSQL URL without the password the server asks for is one line that
   }
 })
 
+test('a PostgreSQL server without SSL, to a URL whose sslmode asks for it (prefer included: pg takes it for verify-full), is a setting to change: exit 2, naming the way out', async (t) => {
+  // As much of a server as answers a client's SSLRequest with "N": no SSL here.
+  const noSsl = createServer((socket) => {
+    socket.once('data', () => { socket.write('N') })
+    socket.on('error', () => {})
+  })
+  noSsl.listen(0, '127.0.0.1')
+  await once(noSsl, 'listening')
+  t.after(() => { noSsl.close() })
+  const { port } = noSsl.address() as AddressInfo
+  for (const mode of ['prefer', 'require']) {
+    const { code, stderr } = await runCli(['keys', 'list'], { DATABASE_URL: `postgres://app:s3cret@127.0.0.1:${port}/pets?sslmode=${mode}`, DATABASE_CONNECT_TIMEOUT_MS: '2000' })
+    assert.equal(code, 2, stderr)
+    // (After pg's own warning on those modes.)
+    assert.equal(stderr.trimEnd().split('\n').at(-1), 'petstore: Cannot use the PostgreSQL store that DATABASE_URL names: The server does not support SSL connections, which the URL asks for ' +
+    '(pg, the driver, takes sslmode prefer, require and verify-ca for verify-full): set sslmode=disable for a connection without SSL, or turn SSL on in the server')
+  }
+})
+
 const server = process.env.TEST_DATABASE_DIRECT_URL ?? process.env.TEST_DATABASE_URL
 if (server !== undefined) {
   test('a setting the PostgreSQL server refuses as a connection opens (a value in options, a parameter it does not know) stops the start as an invalid value does: exit 2, in the server\'s words', async () => {
