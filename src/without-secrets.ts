@@ -19,10 +19,11 @@ export function withoutSecrets (text: string): string {
   return text.replace(UNPREFIXED_KEY_RUNS, (run) => containsApiKeyWithoutPrefix(run) ? REDACTED : run)
     .replace(API_KEYS_IN_TEXT, REDACTED)
     .replace(WEBHOOK_SECRETS_IN_TEXT, REDACTED)
-    .replace(URL_CREDENTIALS, `$1${REDACTED}@`)
+    .replace(URL_CREDENTIALS, `${REDACTED}@`)
 }
 
 // A URL's user and password (`http://user:password@host`): a request target in absolute form may hold
-// them, and a token often goes as the user alone. Not the service's own hint of a URL's form
-// (`postgres://USER:PASSWORD@HOST:PORT/DB`).
-const URL_CREDENTIALS = /(\b[a-z][a-z0-9+.-]*:\/\/)(?!USER:PASSWORD@)[^\s/?#@"'<>\\]+@/gi
+// them, and a token often goes as the user alone. The scheme is looked for behind a `://`, and is
+// bounded: matched forwards, each start in a long run of `a.a.a...` scanned to its end (64 KiB took
+// seconds).
+const URL_CREDENTIALS = /(?<=\b[a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/?#@"'<>\\]+@/gi

@@ -75,7 +75,7 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   checkAnswers(t, app)
   const { key } = await createKey(db)
   // A request target in absolute form with credentials in it (`GET http://u:hunter2@host/healthz`), as Node hands it on.
-  logger.info({ url: 'http://u:hunter2@api.example.com/healthz' }, 'credentials sent at https://token-1234@api.example.com/v1')
+  logger.info({ url: 'http://u:hunter2@api.example.com/healthz' }, 'credentials sent at https://token-1234@api.example.com/v1 and HTTP://User:Password@api.example.com/')
   const wrongKey = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')
   const requests = [
     { url: '/v1/pets', headers: { authorization: `Bearer ${key}` } },
@@ -121,8 +121,9 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   assert.ok(written.includes(`ref=${NOT_A_KEY}&`) || written.includes(`ref=${NOT_A_KEY}"`), 'a run as long as a key without its prefix, but without its checksum, is kept')
   assert.ok(written.includes(`ref=${NOT_A_KEY}Zz`), 'so is a longer one holding no key')
   assert.ok(written.includes('long=[redacted]'), 'a key at the end of a long run')
-  assert.ok(written.includes('http://[redacted]@api.example.com/healthz') && written.includes('https://[redacted]@api.example.com/v1'), 'a URL\'s credentials are redacted, the rest kept')
-  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20)), 'hunter2', 'token-1234']) {
+  assert.ok(written.includes('http://[redacted]@api.example.com/healthz') && written.includes('https://[redacted]@api.example.com/v1') &&
+    written.includes('HTTP://[redacted]@api.example.com/'), 'a URL\'s credentials are redacted, the rest kept')
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20)), 'hunter2', 'token-1234', 'Password']) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)
