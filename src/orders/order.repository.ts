@@ -62,7 +62,7 @@ export async function placeOrder (db: Db, clock: Clock, petId: bigint, claim?: I
     })
   } catch (error) {
     // The partial unique index refused a second live order: the pet is taken.
-    if (isUniqueViolation(error)) return { outcome: 'pet_not_available' }
+    if (isSecondLiveOrder(error)) return { outcome: 'pet_not_available' }
     throw error
   }
 }
@@ -120,7 +120,9 @@ export async function findOrderPage (db: Db, { status, afterId = 0n, limit }: { 
   return { orders, nextAfterId: orders[limit - 1]!.id }
 }
 
-function isUniqueViolation (error: unknown): boolean {
-  const { code } = (error ?? {}) as { code?: unknown }
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE'
+/** Whether `orders_one_live_per_pet` refused an order: not another unique index of the transaction (an idempotency key's). */
+function isSecondLiveOrder (error: unknown): boolean {
+  const { code, constraint, message } = (error ?? {}) as { code?: unknown, constraint?: unknown, message?: unknown }
+  return (code === '23505' && constraint === 'orders_one_live_per_pet') ||
+    (code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.endsWith('orders.pet_id'))
 }
