@@ -18,9 +18,9 @@ export const PET_INSERT_LOCK = 7_340_001
 
 /**
  * Names the lock every create with an `Idempotency-Key` takes, whatever it creates (a pet, a
- * category), before it looks at its key: two creates claiming one key on two instances then run one
- * after the other, and the second finds the first's answer instead of a duplicate key. It is taken
- * before any other lock, as every create takes its locks in the same order.
+ * category, a webhook, an order), before it looks at its key: two creates claiming one key on two
+ * instances then run one after the other, and the second finds the first's answer instead of a
+ * duplicate key. It is taken before any other lock, as every create takes its locks in the same order.
  */
 export const IDEMPOTENCY_CLAIM_LOCK = 7_340_005
 

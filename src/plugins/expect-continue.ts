@@ -36,4 +36,4 @@ export default fp(async (app) => {
     }
     app.server.emit('request', request, response)
   })
-}, { name: 'expect-continue' })
+}, { name: 'expect-continue', dependencies: ['error-handler'] })

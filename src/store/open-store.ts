@@ -58,20 +58,26 @@ export function openStore (databaseUrl: string, options: StoreOptions = {}): Sto
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
       // A path that cannot be the store is a setting to change (exit 2), as an invalid value is.
-      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}${fullDiskNote(path)}`, { cause: error })
+      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}${fullDiskNote(path, error)}`, { cause: error })
     }
   }
   return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })
 }
 
+// Less room than this, and SQLite may fail to make or grow its files.
+const NEARLY_FULL_BYTES = 1024 * 1024
+
 /**
- * What to add to an opening's failure when the disk of the store's folder has no space left: SQLite,
- * unable to make its `-shm` and `-wal` files there, says only "disk I/O error".
+ * What to add to an opening's failure of input or output when the disk of the store's folder is
+ * (nearly) full: SQLite, unable to make its `-shm` and `-wal` files there, says only "disk I/O error".
  */
-function fullDiskNote (path: string): string {
+function fullDiskNote (path: string, error: unknown): string {
+  const { code } = error as { code?: unknown }
+  if (typeof code !== 'string' || !/^(SQLITE_(IOERR|FULL|CANTOPEN)|ENOSPC$)/.test(code)) return ''
   const folder = dirname(resolve(path))
   try {
-    return statfsSync(folder).bavail === 0 ? `; the disk it is on is full (no space left in ${folder})` : ''
+    const { bavail, bsize } = statfsSync(folder)
+    return bavail * bsize < NEARLY_FULL_BYTES ? `; the disk it is on is full (less than 1 MiB left in ${folder})` : ''
   } catch {
     return '' // no folder to look at: the opening's own error says what is wrong
   }

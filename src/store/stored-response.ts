@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js'
 import { IDEMPOTENCY_CLAIM_LOCK, lockIdOrder } from '../db/id-order-lock.js'
 import type { IdempotencyClaim, StoredResponse } from './pet-store.js'
 
-/** The answer kept with a claim for what it created (a pet, a category): the body is stored as text and replayed byte for byte. */
+/** The answer kept with a claim for what it created (a pet, a category, a webhook, an order): the body is stored as text and replayed byte for byte. */
 export function createdResponse (claim: IdempotencyClaim, created: { id: bigint }): StoredResponse {
   return { requestHash: claim.requestHash, status: 201, body: stringifyExact(created)!, location: `${claim.locationPrefix}${created.id}` }
 }

@@ -73,7 +73,7 @@ test('a store that cannot be opened for a full disk says the disk is full, where
   await openStore(`sqlite:${path}`).close()
   fillUp(join(dir, 'filler'))
   assert.throws(() => openStore(`sqlite:${path}`), (error: Error) => {
-    assert.match(error.message, new RegExp(`^Cannot open the SQLite store at ${path}: .*; the disk it is on is full \\(no space left in ${dir}\\)$`))
+    assert.match(error.message, new RegExp(`^Cannot open the SQLite store at ${path}: .*; the disk it is on is full \\(less than 1 MiB left in ${dir}\\)$`))
     return true
   })
   rmSync(join(dir, 'filler'))

@@ -22,7 +22,8 @@ export async function backupSqliteStore (path: string, destination: string): Pro
     try {
       makeFolder(folder)
     } catch (error) {
-      throw new ConfigError(`Cannot make the folder ${folder} for the copy: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      // A path that cannot be a folder here is a name to change (exit 2); a disk that fails is not.
+      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot make the folder ${folder} for the copy: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
     }
     try {
       closeSync(openSync(partial, 'wx'))
