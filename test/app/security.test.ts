@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/logger.js'
 import loadShedding from '../../src/plugins/load-shedding.js'
 import { SECURITY_HEADERS } from '../../src/plugins/security-headers.js'
+import { newWebhookSecret } from '../../src/webhooks/webhook-signature.js'
 import { build, checkAnswers, createKey, createTestStore, defer, errorOf, exchange, openRawConnection, TEST_LIMITS } from '../helper.js'
 
 /** Every character of `text` percent-encoded, as a URL encoder that encodes everything would send it. */
@@ -63,6 +64,8 @@ test('requests refused before their route runs (their head, a malformed path, an
 
 // As long as a key without its `ps_`, in base62, but not a key: its last 6 characters are no checksum of the rest.
 const NOT_A_KEY = 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789Ab'
+// As long as a webhook secret's base64, without its checksum: no secret.
+const NOT_A_SECRET = 'Zm9vYmFyYmF6cXV4cXV1eGZvb2Jhci8r'
 
 test('keys, their hashes, webhook secrets and Authorization headers never reach the logs, in a URL either', async (t) => {
   const logs = new PassThrough()
@@ -74,6 +77,9 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   defer(t, () => app.close())
   checkAnswers(t, app)
   const { key } = await createKey(db)
+  // A webhook secret's base64 without its `whsec_`, as Standard Webhooks libraries hold it: one with a `+` or `/`.
+  let webhookSecret = newWebhookSecret().slice('whsec_'.length)
+  while (!/[+/]/.test(webhookSecret)) webhookSecret = newWebhookSecret().slice('whsec_'.length)
   // A request target in absolute form with credentials in it (`GET http://u:hunter2@host/healthz`), as Node hands it on.
   logger.info({ url: 'http://u:hunter2@api.example.com/healthz' }, 'credentials sent at https://token-1234@api.example.com/v1 and HTTP://User:Password@api.example.com/')
   const wrongKey = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')
@@ -108,6 +114,10 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     { url: `/v1/pets?t=ps_${'x'.repeat(37)}${key.slice(3)}` },
     { url: `/v1/pets?ref=${NOT_A_KEY}Zz` },
     { url: `/v1/pets?long=${'Zz'.repeat(65)}${key.slice(3)}` },
+    // A webhook secret without its prefix: alone, percent-encoded, glued to other base64 characters.
+    { url: `/v1/pets?secret=${webhookSecret}` },
+    { url: `/v1/pets?secret=${encodeURIComponent(webhookSecret)}`, headers: { authorization: `Bearer ${key}` } },
+    { url: `/v1/pets?s=abc${webhookSecret}xyz/+&t=${NOT_A_SECRET}` },
     // A key cut short (its checksum, which can be worked out again, and a few random characters gone).
     { url: `/v1/pets?token=${key.slice(0, -1)}` },
     { url: `/v1/pets/${key.slice(0, -10)}`, headers: { authorization: `Bearer ${key}` } }
@@ -121,9 +131,10 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   assert.ok(written.includes(`ref=${NOT_A_KEY}&`) || written.includes(`ref=${NOT_A_KEY}"`), 'a run as long as a key without its prefix, but without its checksum, is kept')
   assert.ok(written.includes(`ref=${NOT_A_KEY}Zz`), 'so is a longer one holding no key')
   assert.ok(written.includes('long=[redacted]'), 'a key at the end of a long run')
+  assert.ok(written.includes(`t=${NOT_A_SECRET}`), 'a run as long as a webhook secret, without its checksum, is kept')
   assert.ok(written.includes('http://[redacted]@api.example.com/healthz') && written.includes('https://[redacted]@api.example.com/v1') &&
     written.includes('HTTP://[redacted]@api.example.com/'), 'a URL\'s credentials are redacted, the rest kept')
-  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20)), 'hunter2', 'token-1234', 'Password']) {
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20)), 'hunter2', 'token-1234', 'Password', webhookSecret, encodeURIComponent(webhookSecret)]) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)
