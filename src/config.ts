@@ -350,7 +350,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // SQLite opens these as names of files: a folder named ~ in the working folder, a file named :memory,
   // one named petstore.db?mode=ro (options of SQLite's URIs, which the service does not open).
   const sqlitePath = sqlitePathOf(config.DATABASE_URL)
-  // better-sqlite3 trims the name it opens: the service would check one file, and SQLite open another.
+  // SQLite's driver trims the name it opens: the service would check one file, and SQLite open another.
   if (sqlitePath !== undefined && sqlitePath !== sqlitePath.trim()) {
     throw new ConfigError(`Invalid configuration: DATABASE_URL is ${JSON.stringify(withoutPassword(config.DATABASE_URL))}; the path begins or ends with white space, which SQLite would drop: give it without`)
   }

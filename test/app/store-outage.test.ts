@@ -59,7 +59,8 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     // The dispatcher's failures, once a poll: logged as one outage too.
     const dispatcher = logLines.filter((line) => line.kind === DISPATCHER_OUTAGE)
     const levels = dispatcher.map((line) => line.level).join(' ')
-    assert.match(levels, /^50( 40){1,4} 30$/, 'its first failure, counts every interval, its recovery')
+    // As many counts as intervals the outage lasted: more on a loaded machine (5 seen in CI), never one a failure.
+    assert.match(levels, /^50( 40){1,8} 30$/, 'its first failure, counts every interval, its recovery')
     assert.ok(dispatcher[0]!.err?.message !== undefined)
     assert.ok(dispatcher.reduce((sum, line) => sum + (line.failures ?? 0), 0) > dispatcher.length, 'more failures than lines')
     // 44 answers of 503, logged as: the first of each kind with its cause, counts, recoveries.
