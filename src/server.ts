@@ -80,6 +80,8 @@ export async function serve (config: Config): Promise<void> {
     app = await buildApp({ config, store, logger, metrics })
   } catch (error) {
     await store.close() // its connections, its threads, and a sqlite::memory: store's folder
+    // A worker's stderr line ("petstore: ...") names no process, and the primary's log line no cause.
+    if (worker) logger.error({ err: error }, 'this worker could not start')
     throw error
   }
   const metricsServer = config.METRICS_PORT === undefined || worker ? undefined : createMetricsServer(metrics.registry)

@@ -289,6 +289,10 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     // Its replacement fails to start meanwhile (it reads settings from the store): the other worker answers.
     await waitFor(() => server.output().includes('a worker failed to start') || server.child.exitCode !== null, server.output, { withinMs: 15_000, everyMs: 50 })
     assert.equal(server.child.exitCode, null, `the service is up:\n${server.output()}`)
+    // Why, in a log line of the worker's own: its stderr line named no process, and the primary's no cause.
+    const couldNotStart = server.output().split('\n').find((line) => line.includes('"msg":"this worker could not start"'))
+    assert.ok(couldNotStart !== undefined, server.output())
+    assert.match(couldNotStart, /"level":50,.*"err":\{[^]*"message":"[^"]+"/)
     assert.equal((await send(`${server.url}/v1/pets`, { headers })).status, 503)
     // The worker's NaN, not 0 (JSON, the workers' channel by default, sends NaN as null, which was
     // read as 0): a backlog's alert would have cleared for the outage.
