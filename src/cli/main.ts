@@ -24,6 +24,7 @@ import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-
 import { commandName } from './command-name.js'
 import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, refuseImpossibleLifetime, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
+import { messageOf } from '../error-message.js'
 
 /**
  * What stops `pets import` after its batch under way, with its report: a terminal's Ctrl-C, a process
@@ -327,6 +328,6 @@ try {
     console.error(`petstore: ${printableLines(error.message)}`)
     process.exit(EXIT_USAGE)
   }
-  console.error(`petstore: ${printableLines(error instanceof Error ? error.message : String(error))}`)
+  console.error(`petstore: ${printableLines(messageOf(error))}`)
   process.exit(EXIT_FAILURE)
 }

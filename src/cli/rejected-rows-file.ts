@@ -2,6 +2,7 @@ import type { FileHandle } from 'node:fs/promises'
 import { parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
 import { REPORT_COLUMNS, type ImportFormat, type RejectedRow } from '../pets/pet-import-file.js'
+import { messageOf } from '../error-message.js'
 
 // JSON whitespace holding a line break: outside any string, since a JSON string cannot hold one raw.
 const LINE_BREAKS = /[ \t]*[\r\n][ \t\r\n]*/g
@@ -49,7 +50,7 @@ export class RejectedRowsFile {
       // the import's last words name, and not the first of a batch it says it never reached, or half a
       // row. A file that cannot be cut (a pipe, a device) keeps it.
       await this.file.truncate(this.#length).catch(() => {})
-      throw new RejectedRowsFileError(`--errors ${this.path} cannot be written (${error instanceof Error ? error.message : String(error)})`, { cause: error })
+      throw new RejectedRowsFileError(`--errors ${this.path} cannot be written (${messageOf(error)})`, { cause: error })
     }
   }
 

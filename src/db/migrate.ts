@@ -13,6 +13,7 @@ import * as createEvents from './migrations/007-create-events.js'
 import * as createWebhooks from './migrations/008-create-webhooks.js'
 import * as notifyPetChanges from './migrations/009-notify-pet-changes.js'
 import * as keyLongCategoryNamesByDigest from './migrations/010-key-long-category-names-by-digest.js'
+import { messageOf } from '../error-message.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {
@@ -52,7 +53,7 @@ export async function migrateToLatest (db: Db): Promise<MigrationOutcome> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS }, nameComparator: (a, b) => a < b ? -1 : a > b ? 1 : 0 })
   const { error, results = [] } = await migrator.migrateToLatest()
   if (error === undefined) return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName), newer: [] }
-  const message = error instanceof Error ? error.message : String(error)
+  const message = messageOf(error)
   // Kysely's refusal of a store that records a migration this build does not have.
   if (message.startsWith('corrupted migrations')) {
     const recorded = await recordedMigrations(db)
@@ -89,7 +90,7 @@ async function refuseOtherEncodings (db: Db): Promise<void> {
   // The first statement: the driver's words alone (connect ECONNREFUSED, role "app" does not exist) named neither the store nor the setting.
   // A server that refuses the setting (its user, password or database) stops the start as an invalid value does (exit 2).
   const { rows } = await sql<{ encoding: string }>`select current_setting('server_encoding') as encoding`.execute(db).catch((error: unknown) => {
-    throw new (isRefusedPostgresSetting(error) ? ConfigError : Error)(`Cannot use the PostgreSQL store that DATABASE_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new (isRefusedPostgresSetting(error) ? ConfigError : Error)(`Cannot use the PostgreSQL store that DATABASE_URL names: ${messageOf(error)}`, { cause: error })
   })
   const encoding = rows[0]!.encoding
   if (encoding === 'UTF8' || encoding === 'SQL_ASCII') return

@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
 import { CR, JsonSyntaxError, JsonTokenReader, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
+import { messageOf } from '../error-message.js'
 
 export type ImportFormat = 'json' | 'csv'
 
@@ -331,7 +332,7 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
       await new Promise<void>((resolve, reject) => { step((error) => { if (error) reject(error); else resolve() }) })
     } catch (error) {
       if (error instanceof ImportFileError) throw error
-      throw new ImportFileError(`the file is not readable CSV: ${error instanceof Error ? error.message : String(error)}`)
+      throw new ImportFileError(`the file is not readable CSV: ${messageOf(error)}`)
     }
   }
   // Its errors come to the steps' callbacks.

@@ -5,6 +5,7 @@ import { isPostgresConnectionLost } from '../store/store-errors.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
 import { isRejected, type ImportItem, type RejectedRow, type RowPosition } from './pet-import-file.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
+import { messageOf } from '../error-message.js'
 
 export interface ImportOptions {
   /** Readable rows per transaction: at most 5,000. */
@@ -69,7 +70,7 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
       try {
         await onRejected?.(rejected)
       } catch (error) {
-        report.unreported = { first: batch[0]!.position, reason: error instanceof Error ? error.message : String(error) }
+        report.unreported = { first: batch[0]!.position, reason: messageOf(error) }
         return false
       }
     }
@@ -85,7 +86,7 @@ export async function importPets (pets: PetStore, items: AsyncIterable<ImportIte
         }
         report.stored += valid.length
       } catch (error) {
-        report.failedBatch = { first: rows[0]!.position, last: rows.at(-1)!.position, reason: error instanceof Error ? error.message : String(error), mayBeStored: isPostgresConnectionLost(error) }
+        report.failedBatch = { first: rows[0]!.position, last: rows.at(-1)!.position, reason: messageOf(error), mayBeStored: isPostgresConnectionLost(error) }
       }
     }
     rowsDone += batch.length

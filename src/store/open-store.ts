@@ -7,6 +7,7 @@ import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
 import { isUnusableSqlitePath } from './store-errors.js'
 import type { Durability, Store, StoreLog } from './store.js'
+import { messageOf } from '../error-message.js'
 
 export interface StoreOptions {
   /** PostgreSQL: a direct connection for LISTEN, when the store's URL is a pooler's. */
@@ -58,7 +59,7 @@ export function openStore (databaseUrl: string, options: StoreOptions = {}): Sto
     } catch (error) {
       // SQLite's own messages ("file is not a database", "unable to open database file") name no file.
       // A path that cannot be the store is a setting to change (exit 2), as an invalid value is.
-      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}${fullDiskNote(path, error)}`, { cause: error })
+      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot open the SQLite store at ${path}: ${messageOf(error)}${fullDiskNote(path, error)}`, { cause: error })
     }
   }
   return openPostgresStore(databaseUrl, { directUrl, poolSize, deadlines, clock, log })

@@ -4,6 +4,7 @@ import { ConfigError } from '../../config.js'
 import type { StoreLog } from '../store.js'
 import { isRefusedPostgresSetting, markConnectionRefused } from '../store-errors.js'
 import { endWithin } from './bounded-end.js'
+import { messageOf } from '../../error-message.js'
 
 /** The channel a trigger on the pets table notifies on every change (migration 009). */
 export const PET_CHANGES_CHANNEL = 'petstore_pet_changes'
@@ -224,7 +225,7 @@ export async function refuseUnusableListenSetting (connectionString: string, con
     await client.connect()
   } catch (error) {
     if (!isRefusedPostgresSetting(markConnectionRefused(error))) return
-    throw new ConfigError(`Cannot use the PostgreSQL connection that DATABASE_DIRECT_URL names: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new ConfigError(`Cannot use the PostgreSQL connection that DATABASE_DIRECT_URL names: ${messageOf(error)}`, { cause: error })
   }
   await endWithin(client, connectMs).catch(() => {})
 }

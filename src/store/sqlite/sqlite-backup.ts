@@ -4,6 +4,7 @@ import { ConfigError } from '../../config.js'
 import { isUnusableSqlitePath } from '../store-errors.js'
 import { makeFolder } from './make-folder.js'
 import { SqliteConnection } from './sqlite-connection.js'
+import { messageOf } from '../../error-message.js'
 
 /**
  * Copies the SQLite store at `path` to the new file `destination`, as committed at one moment, while
@@ -23,7 +24,7 @@ export async function backupSqliteStore (path: string, destination: string): Pro
       makeFolder(folder)
     } catch (error) {
       // A path that cannot be a folder here is a name to change (exit 2); a disk that fails is not.
-      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot make the folder ${folder} for the copy: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot make the folder ${folder} for the copy: ${messageOf(error)}`, { cause: error })
     }
     try {
       closeSync(openSync(partial, 'wx'))
@@ -35,7 +36,7 @@ export async function backupSqliteStore (path: string, destination: string): Pro
       await source.backup(partial)
     } catch (error) {
       rmSync(partial, { force: true }) // this backup's own, of no use: a second try makes it again
-      throw new Error(`Cannot write the copy ${partial}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      throw new Error(`Cannot write the copy ${partial}: ${messageOf(error)}`, { cause: error })
     }
   } finally {
     source.close()
@@ -69,7 +70,7 @@ function openStoreToCopy (path: string): SqliteConnection {
     holdsPets = source.query("select 1 from sqlite_schema where type = 'table' and name = 'pets'").length > 0
   } catch (error) {
     source?.close()
-    throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot back up the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new (isUnusableSqlitePath(error) ? ConfigError : Error)(`Cannot back up the SQLite store at ${path}: ${messageOf(error)}`, { cause: error })
   }
   if (holdsPets) return source
   source.close()
