@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
 import { ERROR_CATALOG } from '../../src/errors.js'
 import { CONFIG_VARIABLES } from '../../src/config.js'
 import { DEFAULT_VERIFIER_OPTIONS } from '../../src/api-keys/api-key.verifier.js'
@@ -44,4 +48,18 @@ test('the README, docs/ and the CLI give one delay for a revoked key: the key ca
     }
   }
   assert.ok(stated >= 2, 'the README and docs/operations.md state the delay')
+})
+
+test('the README\'s client example compiles, under exactOptionalPropertyTypes (what compiles with it compiles without)', () => {
+  const example = /```ts\n(import \{ createClient[^]*?)```/.exec(README)?.[1]
+  assert.ok(example !== undefined, 'README has the client example')
+  const file = join(mkdtempSync(join(tmpdir(), 'readme-example-')), 'example.mts')
+  writeFileSync(file, example)
+  const program = ts.createProgram([file], {
+    strict: true, exactOptionalPropertyTypes: true, noEmit: true, skipLibCheck: true, types: ['node'],
+    target: ts.ScriptTarget.ES2023, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    typeRoots: [fileURLToPath(new URL('../../node_modules/@types', import.meta.url))],
+    paths: { 'petstore/client': [fileURLToPath(new URL('../../src/client/index.ts', import.meta.url))] }
+  })
+  assert.deepEqual(ts.getPreEmitDiagnostics(program).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')), [])
 })
