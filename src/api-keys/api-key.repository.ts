@@ -62,14 +62,17 @@ export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClo
 
 /**
  * Replaces key `id` with `replacement`, which takes its name and scopes and names it as rotated from;
- * the old key expires `overlapMs` from now (or keeps an earlier expiry). One statement claims the old
- * key, so a revocation or expiry that lands meanwhile cannot be rotated past. Resolves the new key's
- * id and when the old one stops working.
+ * the old key expires `overlapMs` from now (or keeps an earlier expiry). `expiryOf` says when the new
+ * key expires, given the old key's lifetime (undefined for a key that never expired). One statement
+ * claims the old key, so a revocation or expiry that lands meanwhile cannot be rotated past. Resolves
+ * the new key's id, its expiry and when the old one stops working.
  */
-export async function rotateApiKey (db: Db, id: bigint, replacement: Omit<NewApiKey, 'name' | 'scopes' | 'rotatedFrom'>, overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, oldKeyExpiresAt: string }> {
+export async function rotateApiKey (db: Db, id: bigint, replacement: Pick<NewApiKey, 'hash' | 'hint'>, expiryOf: (replacedLifetimeMs: number | undefined) => Date | undefined,
+  overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, expiresAt: Date | undefined, oldKeyExpiresAt: string }> {
   return await db.transaction().execute(async (trx) => {
     const now = isoNow(clock)
     const endOfOverlap = new Date(clock.now() + overlapMs).toISOString()
+    const before = await trx.selectFrom('api_keys').select(['created_at', 'expires_at']).where('id', '=', id).executeTakeFirst()
     // ISO 8601 texts in UTC, all written by toISOString, sort as the instants they name.
     const old = await trx.updateTable('api_keys')
       .set({ expires_at: sql<string>`case when expires_at is null or expires_at > ${endOfOverlap} then ${endOfOverlap} else expires_at end` })
@@ -78,9 +81,10 @@ export async function rotateApiKey (db: Db, id: bigint, replacement: Omit<NewApi
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
       .returning(['name', 'scopes', 'expires_at'])
       .executeTakeFirst()
-    if (old === undefined) throw await notRotatable(trx, id)
-    const newId = await insertApiKey(trx, { ...replacement, name: old.name, scopes: old.scopes, rotatedFrom: id }, clock)
-    return { id: newId, oldKeyExpiresAt: old.expires_at! }
+    if (old === undefined || before === undefined) throw await notRotatable(trx, id)
+    const expiresAt = expiryOf(before.expires_at === null ? undefined : Date.parse(before.expires_at) - Date.parse(before.created_at))
+    const newId = await insertApiKey(trx, { ...replacement, name: old.name, scopes: old.scopes, expiresAt, rotatedFrom: id }, clock)
+    return { id: newId, expiresAt, oldKeyExpiresAt: old.expires_at! }
   })
 }
 

@@ -185,18 +185,22 @@ unless API_KEY_DEFAULT_TTL sets a lifetime.`)
     .option('--expires-at <time>', 'the new key stops working at this RFC 3339 time', parseInstant)
     .addHelpText('after', examples(`KEY=$(${cmd} keys rotate 2 | tail -n 1)`, `${cmd} keys rotate 2 --overlap 1h --expires-in 90d`) + `
 The old key expires when the overlap ends (default 24h, at least 1m so that every server has seen it),
-or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. The new
-key's lifetime is set as for keys create. A revoked or expired key cannot be rotated.`)
+or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. Without
+--expires-in or --expires-at, the new key lives as long as the old one was to (from its creation to its
+expiry), or as keys create sets it for an old key that never expired. A revoked or expired key cannot
+be rotated.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
       refuseThrowAwayStore()
       refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
-      const { rotated, expiresAt } = await withStore(async ({ db, clock }) => {
+      const rotated = await withStore(async ({ db, clock }) => {
         const now = clock.now()
-        const expiresAt = expiryOf(lifetime, loadConfig().API_KEY_DEFAULT_TTL, now)
-        return { rotated: await rotateApiKey(db, id, { hash, hint, expiresAt }, overlap, stoppedClock(now)), expiresAt }
+        // Without a lifetime asked for, a replacement lives as long as the key it replaces.
+        const expiry = (replacedLifetimeMs: number | undefined) => expiryOf(lifetime.expiresIn === undefined && lifetime.expiresAt === undefined ? { expiresIn: replacedLifetimeMs } : lifetime,
+          loadConfig().API_KEY_DEFAULT_TTL, now)
+        return await rotateApiKey(db, id, { hash, hint }, expiry, overlap, stoppedClock(now))
       })
-      console.log(`Rotated API key ${id}: key ${rotated.id} replaces it${expiresAt === undefined ? '' : `, expiring at ${expiresAt.toISOString()}`}, and key ${id} stops working at ${rotated.oldKeyExpiresAt}. The new key is shown only now; store it safely:`)
+      console.log(`Rotated API key ${id}: key ${rotated.id} replaces it${rotated.expiresAt === undefined ? '' : `, expiring at ${rotated.expiresAt.toISOString()}`}, and key ${id} stops working at ${rotated.oldKeyExpiresAt}. The new key is shown only now; store it safely:`)
       console.log(key)
     })
 

@@ -75,7 +75,7 @@ forEachStore((store) => {
 
     const rotated = await runCli(['keys', 'rotate', '1', '--overlap', '1h'], env)
     assert.equal(rotated.code, 0, rotated.stderr)
-    assert.match(rotated.stdout, /^Rotated API key 1: key 3 replaces it, and key 1 stops working at \d{4}-\d\d-\d\dT[\d:.]+Z\./m)
+    assert.match(rotated.stdout, /^Rotated API key 1: key 3 replaces it, expiring at \d{4}-\d\d-\d\dT[\d:.]+Z, and key 1 stops working at \d{4}-\d\d-\d\dT[\d:.]+Z\./m)
     const newKey = rotated.stdout.trimEnd().split('\n').at(-1)!
     assert.match(newKey, /^ps_[0-9A-Za-z]{38}$/)
 
@@ -86,7 +86,12 @@ forEachStore((store) => {
     const overlapEnd = Date.parse(shop.expiresAt) - Date.now()
     assert.ok(overlapEnd > 3_500_000 && overlapEnd <= 3_600_000, `the old key expires when the overlap ends, in ${overlapEnd} ms`)
     assert.deepEqual([later.scopes, later.expiresAt, later.rotatedFrom], [['*:read'], '2099-03-01T00:00:00.000Z', null])
-    assert.deepEqual([replacement.name, replacement.scopes, replacement.rotatedFrom, replacement.expiresAt, replacement.expired], ['shop', ['orders:write', 'pets:read'], 1, null, false])
+    assert.deepEqual([replacement.name, replacement.scopes, replacement.rotatedFrom, replacement.expired], ['shop', ['orders:write', 'pets:read'], 1, false])
+    assert.equal(Date.parse(replacement.expiresAt) - Date.parse(replacement.createdAt), 90 * 86_400_000, 'the replacement lives as long as the key it replaces did')
+    const asked = await runCli(['keys', 'rotate', '2', '--expires-in', '1d'], env)
+    assert.equal(asked.code, 0, asked.stderr)
+    const fromAsked = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout).at(-1)
+    assert.equal(Date.parse(fromAsked.expiresAt) - Date.parse(fromAsked.createdAt), 86_400_000, 'a lifetime asked for is kept')
     assert.equal(replacement.hint, `ps_…${newKey.slice(-4)}`)
   })
 
