@@ -114,7 +114,8 @@ function buildProgram (): Command {
     .action(async () => {
       const { applied, newer } = await withStore(({ db }) => migrateToLatest(db), { migrate: false })
       warnOfNewerMigrations(newer)
-      console.log(applied.length === 0 ? 'The store is up to date.' : `Applied: ${applied.join(', ')}`)
+      // "Up to date" would tell a script reading stdout that the store and this build agree.
+      console.log(applied.length > 0 ? `Applied: ${applied.join(', ')}` : newer.length > 0 ? 'Nothing applied: the store is ahead of this build (see the warning).' : 'The store is up to date.')
     })
 
   program.command('backup')
