@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
-import RedisStore from '@fastify/rate-limit/store/RedisStore.js'
+import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { clientNetwork } from '../client-address.js'
@@ -149,7 +148,8 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   requireCredentials(redis, connectionError)
   await requireDatabase(redis)
   const prefix = `petstore:${namespace}:`
-  const unusable = await requirePermission(redis, prefix)
+  const Counters = redisCounters(prefix, redis)
+  const unusable = await requirePermission(redis, new Counters(), prefix)
   // Refused later (a Redis down at start, or its password changed since), requests go unlimited until
   // the service is set up again: said once each time, where a request's failure says only "failed".
   let refusalLogged = false
@@ -159,7 +159,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
     app.log.error({ err: error }, 'the Redis server refuses REDIS_URL\'s user or password: requests are not limited until REDIS_URL is set right')
   })
   redis.on('ready', () => { refusalLogged = false })
-  await app.register(rateLimit, { global: false, store: storeNamed(prefix, redis), skipOnError: false })
+  await app.register(rateLimit, { global: false, store: Counters, skipOnError: false })
   let coolingUntil = 0
   // An outage at start is logged now, not with the first request it fails: one that keeps Redis from
   // answering, or from counting (a read-only replica, a full memory).
@@ -186,17 +186,36 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
 }
 
 /**
- * The plugin's Redis store, its counters named `prefix` and what is counted (`key:<id>`,
- * `address:<address>`). The plugin's own store adds the route's method and path to the name for each
- * limiter, which one made outside a route has not: `undefinedundefined-key:<id>`.
+ * A count in Redis: the counter's new value and the milliseconds left in its window. The plugin's own
+ * Redis store sets a counter's expiry on its first count alone: one whose PEXPIRE Redis refused (for a
+ * moment, an ACL being changed) left a counter that never expired, its key or address refused for
+ * good ("retry in 0 s"). This gives the window to any counter found without an expiry.
  */
-function storeNamed (prefix: string, redis: Redis): FastifyRateLimitStoreCtor {
-  return class NamedRedisStore extends RedisStore {
-    constructor () {
-      super(false, false, redis, prefix)
+const COUNT_SCRIPT = `
+local current = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {current, ttl}`
+
+type CountingRedis = Redis & { petstoreCount: (key: string, windowMs: number) => Promise<[number, number]> }
+
+/**
+ * The plugin's store of counters, in Redis: named `prefix` and what is counted (`key:<id>`,
+ * `address:<address>`), the same for every limiter (the plugin's own store adds a route's method and
+ * path, which one made outside a route has not: `undefinedundefined-key:<id>`).
+ */
+function redisCounters (prefix: string, redis: Redis): FastifyRateLimitStoreCtor & (new () => FastifyRateLimitStore) {
+  // Sent once (EVAL), then named by its digest (EVALSHA).
+  redis.defineCommand('petstoreCount', { numberOfKeys: 1, lua: COUNT_SCRIPT })
+  return class RedisCounters implements FastifyRateLimitStore {
+    incr (key: string, callback: (error: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number): void {
+      (redis as CountingRedis).petstoreCount(`${prefix}${key}`, timeWindow).then(([current, ttl]) => { callback(null, { current, ttl }) }, callback)
     }
 
-    override child (): this {
+    child (): this {
       return this
     }
   }
@@ -232,14 +251,13 @@ async function requireDatabase (redis: Redis): Promise<void> {
  * Refuses a Redis user whose ACL forbids the counts (the script they run, a command it calls, or the
  * service's keys): as with a refused password, every request would go unlimited until the service is
  * set up again, with a warning every 10 s. Two counts, made as every count is, on a key of this start's
- * own (it expires with its window): the first sends the script (EVAL) and sets the window (INCR,
- * PEXPIRE), the second names it (EVALSHA) and reads the window (PTTL), so that every command a count
- * may send is tried, whatever the keys hold. Any other failure (an outage, a read-only replica, a full
+ * own (it expires with its window): the first sends the script (EVAL) and sets the window (INCR, PTTL,
+ * PEXPIRE), the second names it (EVALSHA), so that every command a count may send is tried, whatever
+ * the keys hold. Any other failure (an outage, a read-only replica, a full
  * memory) may end by itself: it is returned, and requests pass uncounted meanwhile.
  */
-async function requirePermission (redis: Redis, prefix: string): Promise<Error | undefined> {
+async function requirePermission (redis: Redis, store: FastifyRateLimitStore, prefix: string): Promise<Error | undefined> {
   if (redis.status !== 'ready') return undefined
-  const store = new RedisStore(false, false, redis, prefix)
   const key = `permission-check:${randomUUID()}`
   const count = () => new Promise<Error | null>((resolve) => { store.incr(key, (error) => { resolve(error) }, WINDOW_MS, 1) })
   const failure = await count() ?? await count()

@@ -154,4 +154,25 @@ if (redisUrl) {
     const checkTtl = await redis.pttl(checks[0]!)
     assert.ok(checkTtl > 0 && checkTtl <= 60_000, `the counts made at start expire with their window (${checkTtl} ms left)`)
   })
+
+  // A count whose PEXPIRE Redis refused (an ACL changed for a moment) left its counter without an
+  // expiry: the key was refused for good, "retry in 0 s".
+  test('with REDIS_URL, a counter found without an expiry is given the window at its next count', async (t) => {
+    const { store, db, databaseUrl } = await createTestStore(t)
+    const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl, REDIS_TIMEOUT_MS: '5000' })
+    const app = await buildApp({ config, store, limits: TEST_LIMITS })
+    defer(t, () => app.close())
+    checkAnswers(t, app)
+    const { id, key } = await createKey(db)
+    const { default: ioredis } = await import('ioredis')
+    const redis = new ioredis.Redis(redisUrl)
+    defer(t, () => redis.quit())
+    const counter = `petstore:${await findSetting(db, 'installation_id')}:key:${id}`
+    await redis.set(counter, '9')
+    const response = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
+    assert.equal(response.statusCode, 429)
+    const ttl = await redis.pttl(counter)
+    assert.ok(ttl > 55_000 && ttl <= 60_000, `the counter expires with a window (${ttl} ms left)`)
+    assert.match(String(response.headers.ratelimit), /;t=(59|60)$/)
+  })
 }
