@@ -5,6 +5,7 @@ import type { Scope } from '../api-keys/scopes.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
+import { hasTrailingSlash, notFoundError } from './error-handler.js'
 import type { RateLimiter } from './rate-limit.js'
 
 declare module 'fastify' {
@@ -122,7 +123,9 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
     const refusal = insufficientScope(scope)
     const requireScope: onRequestHookHandler = (request, _reply, done) => {
       if (request.apiKeyScopes?.has(scope) === true) done()
-      else done(refusal)
+      // A path with a trailing slash, which a route with a parameter last takes, names no operation, so
+      // it has no scope: the 404 that a key with the scope gets from the error handler's preParsing hook.
+      else done(hasTrailingSlash(request.url) ? notFoundError(request) : refusal)
     }
     route.onRequest = [...[route.onRequest ?? []].flat(), requireScope]
   })

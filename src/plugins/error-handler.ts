@@ -163,7 +163,7 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
   throw notFoundError(request)
 }
 
-function notFoundError (request: FastifyRequest): ApiError {
+export function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?', 1)[0] ?? '/'
   const withoutSlash = path.replace(/\/+$/, '')
   if (withoutSlash !== path && withoutSlash !== '' && routeMethods(request, withoutSlash).length > 0) {
@@ -183,7 +183,7 @@ function routeMethods (request: FastifyRequest, path: string): string[] {
  * resource keeps caches and the rate limit's keys whole. (`/v1/pets/` would otherwise reach getPet
  * with an empty petId and its misleading 400.) Read in place, as every request asks.
  */
-function hasTrailingSlash (url: string): boolean {
+export function hasTrailingSlash (url: string): boolean {
   const query = url.indexOf('?')
   const last = (query === -1 ? url.length : query) - 1
   return last > 3 && url.charCodeAt(last) === SLASH && url.startsWith('/v1/')

@@ -64,6 +64,15 @@ forEachStore((store) => {
     assert.equal(unknown.statusCode, 401)
   })
 
+  test('a path no operation serves answers any valid key alike, whatever its scopes: one with a trailing slash too', async (t) => {
+    const testApp = await build(t, { store })
+    const { key } = await createKey(testApp.db, 'events', { scopes: 'events:read' })
+    for (const url of ['/v1/pets/', '/v1/categories/', '/v1/store/orders/', '/v1/webhooks/', '/v1/nothing']) {
+      const answers = [await testApp.app.inject({ url, headers: { authorization: `Bearer ${key}` } }), await testApp.app.inject({ url, headers: testApp.auth })]
+      assert.deepEqual(answers.map((answer) => [answer.statusCode, errorOf(answer).message]), Array(2).fill([404, answers[1]!.json().message]), url)
+    }
+  })
+
   test('a key made before scopes existed keeps every scope after the migration', async (t) => {
     const { db, store: opened, databaseUrl } = await createTestStore(t, store)
     const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } })
