@@ -164,7 +164,7 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   // An outage at start is logged now, not with the first request it fails: one that keeps Redis from
   // answering, or from counting (a read-only replica, a full memory).
   let failing = redis.status !== 'ready' || unusable !== undefined
-  if (failing) app.log.warn({ err: unusable ?? connectionError }, 'rate-limit store (Redis) cannot be used at start: requests are not limited until it answers')
+  if (failing) app.log.warn({ err: unusable ?? connectionError }, `rate-limit store (Redis) cannot be used at start: requests are not limited until it answers${tlsNote(redisUrl, connectionError)}`)
   return (kind, keyOf) => {
     const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: (request) => `${kind}:${keyOf(request)}` })
     return async (request) => {
@@ -219,6 +219,12 @@ function redisCounters (prefix: string, redis: Redis): FastifyRateLimitStoreCtor
       return this
     }
   }
+}
+
+/** What a timeout may mean with TLS asked for: a plain Redis reads the TLS hello and waits for a line end. */
+function tlsNote (redisUrl: string, error: Error | undefined): string {
+  const timedOut = (error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT'
+  return timedOut && redisUrl.startsWith('rediss:') ? '; REDIS_URL asks for TLS (rediss://): a server that does not speak it lets the connection time out' : ''
 }
 
 // ioredis is loaded only when REDIS_URL is set, to keep it out of every other start. Through its

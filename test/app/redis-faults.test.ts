@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { connect, createServer, type AddressInfo } from 'node:net'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
@@ -224,4 +224,22 @@ test('a Redis that cannot be reached is logged with the connection\'s own error,
   const response = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${(await createKey(store.db)).key}` } })
   assert.equal(response.statusCode, 200, 'Redis fails open')
   assert.equal(warnings().length, 1, 'one warning an outage')
+})
+
+test('REDIS_URL asking for TLS (rediss://) of a server that does not speak it: the start\'s warning says what the timeout may mean', async (t) => {
+  // As a plain Redis does with a TLS hello, which holds no line end: reads it and waits for more.
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => { sockets.add(socket); socket.resume() }).listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  defer(t, () => { for (const socket of sockets) socket.destroy(); server.close() })
+  const { port } = server.address() as AddressInfo
+  const { store, databaseUrl } = await createTestStore(t)
+  const lines: Array<{ msg: string, err?: { message: string } }> = []
+  const logger = createLogger('info', 'json', new Writable({ write: (line, _encoding, done) => { lines.push(JSON.parse(String(line))); done() } }))
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl, REDIS_URL: `rediss://127.0.0.1:${port}` }), store, logger, limits: TEST_LIMITS })
+  defer(t, () => app.close())
+  const warning = lines.find((line) => line.msg.startsWith('rate-limit store (Redis) cannot be used at start'))
+  assert.ok(warning !== undefined, JSON.stringify(lines))
+  assert.match(warning.err?.message ?? '', /ETIMEDOUT/)
+  assert.match(warning.msg, /REDIS_URL asks for TLS \(rediss:\/\/\): a server that does not speak it lets the connection time out/)
 })
