@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { clientNetwork } from '../client-address.js'
@@ -56,9 +55,8 @@ interface Verdict {
 }
 
 /**
- * Fixed one-minute windows, in memory or, with REDIS_URL, in Redis shared by every instance (through
- * @fastify/rate-limit). Answers carry the RateLimit and RateLimit-Policy headers of
- * draft-ietf-httpapi-ratelimit-headers-11 (the plugin's own draft headers are an older draft's).
+ * Fixed one-minute windows, in memory or, with REDIS_URL, in Redis shared by every instance. Answers
+ * carry the RateLimit and RateLimit-Policy headers of draft-ietf-httpapi-ratelimit-headers-11.
  * Undefined when limiting is off (a limit of 0).
  */
 export async function createRateLimiter (app: FastifyInstance, { perMinute, maxCounters, redisUrl, redisTimeoutMs, namespace, clock }: RateLimiterOptions): Promise<RateLimiter | undefined> {
@@ -148,8 +146,8 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
   requireCredentials(redis, connectionError)
   await requireDatabase(redis)
   const prefix = `petstore:${namespace}:`
-  const Counters = redisCounters(prefix, redis)
-  const unusable = await requirePermission(redis, new Counters(), prefix)
+  const count = redisCount(redis, prefix)
+  const unusable = await requirePermission(redis, count, prefix)
   // Refused later (a Redis down at start, or its password changed since), requests go unlimited until
   // the service is set up again: said once each time, where a request's failure says only "failed".
   let refusalLogged = false
@@ -159,37 +157,32 @@ async function countInRedis (app: FastifyInstance, { redisUrl, redisTimeoutMs, n
     app.log.error({ err: error }, 'the Redis server refuses REDIS_URL\'s user or password: requests are not limited until REDIS_URL is set right')
   })
   redis.on('ready', () => { refusalLogged = false })
-  await app.register(rateLimit, { global: false, store: Counters, skipOnError: false })
   let coolingUntil = 0
   // An outage at start is logged now, not with the first request it fails: one that keeps Redis from
   // answering, or from counting (a read-only replica, a full memory).
   let failing = redis.status !== 'ready' || unusable !== undefined
   if (failing) app.log.warn({ err: unusable ?? connectionError }, `rate-limit store (Redis) cannot be used at start: requests are not limited until it answers${tlsNote(redisUrl, connectionError)}`)
-  return (kind, keyOf) => {
-    const check = app.createRateLimit({ max: perMinute, timeWindow: WINDOW_MS, keyGenerator: (request) => `${kind}:${keyOf(request)}` })
-    return async (request) => {
-      if (clock.elapsed() < coolingUntil) return undefined
-      try {
-        // Not `isAllowed`: that is for allow lists, which are not used.
-        const { remaining, ttlInSeconds, isExceeded } = await check(request) as { remaining: number, ttlInSeconds: number, isExceeded: boolean }
-        if (failing) app.log.info('rate-limit store (Redis) answers again: requests are limited again')
-        failing = false
-        return { remaining, resetSeconds: ttlInSeconds, exceeded: isExceeded }
-      } catch (error) {
-        coolingUntil = clock.elapsed() + REDIS_COOL_DOWN_MS
-        if (!failing) app.log.warn({ err: redis.status === 'ready' ? error : connectionError ?? error }, `rate-limit store (Redis) failed: requests are not limited for the next ${REDIS_COOL_DOWN_MS / 1000} s, then Redis is tried again`)
-        failing = true
-        return undefined
-      }
+  return (kind, keyOf) => async (request) => {
+    if (clock.elapsed() < coolingUntil) return undefined
+    try {
+      const [current, ttlMs] = await count(`${kind}:${keyOf(request)}`)
+      if (failing) app.log.info('rate-limit store (Redis) answers again: requests are limited again')
+      failing = false
+      return { remaining: Math.max(0, perMinute - current), resetSeconds: Math.ceil(ttlMs / 1000), exceeded: current > perMinute }
+    } catch (error) {
+      coolingUntil = clock.elapsed() + REDIS_COOL_DOWN_MS
+      if (!failing) app.log.warn({ err: redis.status === 'ready' ? error : connectionError ?? error }, `rate-limit store (Redis) failed: requests are not limited for the next ${REDIS_COOL_DOWN_MS / 1000} s, then Redis is tried again`)
+      failing = true
+      return undefined
     }
   }
 }
 
 /**
- * A count in Redis: the counter's new value and the milliseconds left in its window. The plugin's own
- * Redis store sets a counter's expiry on its first count alone: one whose PEXPIRE Redis refused (for a
- * moment, an ACL being changed) left a counter that never expired, its key or address refused for
- * good ("retry in 0 s"). This gives the window to any counter found without an expiry.
+ * A count in Redis, in one script: the counter's new value and the milliseconds left in its window.
+ * Any counter found without an expiry is given the window, not only a new one: a count whose PEXPIRE
+ * Redis refused (for a moment, an ACL being changed) would otherwise leave a counter that never
+ * expires, its key or address refused for good.
  */
 const COUNT_SCRIPT = `
 local current = redis.call('INCR', KEYS[1])
@@ -200,25 +193,14 @@ if ttl < 0 then
 end
 return {current, ttl}`
 
-type CountingRedis = Redis & { petstoreCount: (key: string, windowMs: number) => Promise<[number, number]> }
+/** Counts once what `name` names (`key:<id>`, `address:<address>`), in a counter named after `prefix`. */
+type RedisCount = (name: string) => Promise<[current: number, ttlMs: number]>
 
-/**
- * The plugin's store of counters, in Redis: named `prefix` and what is counted (`key:<id>`,
- * `address:<address>`), the same for every limiter (the plugin's own store adds a route's method and
- * path, which one made outside a route has not: `undefinedundefined-key:<id>`).
- */
-function redisCounters (prefix: string, redis: Redis): FastifyRateLimitStoreCtor & (new () => FastifyRateLimitStore) {
+function redisCount (redis: Redis, prefix: string): RedisCount {
   // Sent once (EVAL), then named by its digest (EVALSHA).
   redis.defineCommand('petstoreCount', { numberOfKeys: 1, lua: COUNT_SCRIPT })
-  return class RedisCounters implements FastifyRateLimitStore {
-    incr (key: string, callback: (error: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number): void {
-      (redis as CountingRedis).petstoreCount(`${prefix}${key}`, timeWindow).then(([current, ttl]) => { callback(null, { current, ttl }) }, callback)
-    }
-
-    child (): this {
-      return this
-    }
-  }
+  const counting = redis as Redis & { petstoreCount: (key: string, windowMs: number) => Promise<[number, number]> }
+  return async (name) => await counting.petstoreCount(`${prefix}${name}`, WINDOW_MS)
 }
 
 /** What a timeout may mean with TLS asked for: a plain Redis reads the TLS hello and waits for a line end. */
@@ -259,14 +241,13 @@ async function requireDatabase (redis: Redis): Promise<void> {
  * set up again, with a warning every 10 s. Two counts, made as every count is, on a key of this start's
  * own (it expires with its window): the first sends the script (EVAL) and sets the window (INCR, PTTL,
  * PEXPIRE), the second names it (EVALSHA), so that every command a count may send is tried, whatever
- * the keys hold. Any other failure (an outage, a read-only replica, a full
- * memory) may end by itself: it is returned, and requests pass uncounted meanwhile.
+ * the keys hold. Any other failure (an outage, a read-only replica, a full memory) may end by itself: it is returned, and requests pass uncounted meanwhile.
  */
-async function requirePermission (redis: Redis, store: FastifyRateLimitStore, prefix: string): Promise<Error | undefined> {
+async function requirePermission (redis: Redis, count: RedisCount, prefix: string): Promise<Error | undefined> {
   if (redis.status !== 'ready') return undefined
   const key = `permission-check:${randomUUID()}`
-  const count = () => new Promise<Error | null>((resolve) => { store.incr(key, (error) => { resolve(error) }, WINDOW_MS, 1) })
-  const failure = await count() ?? await count()
+  const countOnce = async () => await count(key).then(() => null, (error: Error) => error)
+  const failure = await countOnce() ?? await countOnce()
   if (failure === null) return undefined
   if (!isPermissionRefusal(failure)) return failure
   // A count refused halfway (PEXPIRE, PTTL, or EVALSHA after the first count) leaves its key, without
