@@ -5,7 +5,7 @@ import type { Scope } from '../api-keys/scopes.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import { countHeaderLines, repeatedHeader } from '../header-lines.js'
-import { hasTrailingSlash, notFoundError } from './error-handler.js'
+import { hasTrailingSlash } from './error-handler.js'
 import type { RateLimiter } from './rate-limit.js'
 
 declare module 'fastify' {
@@ -122,10 +122,10 @@ export default fp<{ verifier: ApiKeyVerifier, rateLimiter: RateLimiter | undefin
     if (scope === undefined) throw new Error(`${String(route.method)} ${route.url} is behind an API key but names no scope`)
     const refusal = insufficientScope(scope)
     const requireScope: onRequestHookHandler = (request, _reply, done) => {
-      if (request.apiKeyScopes?.has(scope) === true) done()
       // A path with a trailing slash, which a route with a parameter last takes, names no operation, so
-      // it has no scope: the 404 that a key with the scope gets from the error handler's preParsing hook.
-      else done(hasTrailingSlash(request.url) ? notFoundError(request) : refusal)
+      // it has no scope: it gets the error handler's 404 whatever the key's scopes.
+      if (request.apiKeyScopes?.has(scope) === true || hasTrailingSlash(request.url)) done()
+      else done(refusal)
     }
     route.onRequest = [...[route.onRequest ?? []].flat(), requireScope]
   })

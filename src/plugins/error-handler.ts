@@ -163,7 +163,7 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
   throw notFoundError(request)
 }
 
-export function notFoundError (request: FastifyRequest): ApiError {
+function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?', 1)[0] ?? '/'
   const withoutSlash = path.replace(/\/+$/, '')
   if (withoutSlash !== path && withoutSlash !== '' && routeMethods(request, withoutSlash).length > 0) {

@@ -69,7 +69,8 @@ forEachStore((store) => {
     const { key } = await createKey(testApp.db, 'events', { scopes: 'events:read' })
     for (const url of ['/v1/pets/', '/v1/categories/', '/v1/store/orders/', '/v1/webhooks/', '/v1/nothing']) {
       const answers = [await testApp.app.inject({ url, headers: { authorization: `Bearer ${key}` } }), await testApp.app.inject({ url, headers: testApp.auth })]
-      assert.deepEqual(answers.map((answer) => [answer.statusCode, errorOf(answer).message]), Array(2).fill([404, answers[1]!.json().message]), url)
+      const message = url.endsWith('/') ? 'No resource at this path: the service\'s paths take no trailing slash' : 'No resource at this path'
+      assert.deepEqual(answers.map((answer) => [answer.statusCode, errorOf(answer).message]), Array(2).fill([404, message]), url)
     }
   })
 
