@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -50,10 +50,12 @@ test('the README, docs/ and the CLI give one delay for a revoked key: the key ca
   assert.ok(stated >= 2, 'the README and docs/operations.md state the delay')
 })
 
-test('the README\'s client example compiles, under exactOptionalPropertyTypes (what compiles with it compiles without)', () => {
+test('the README\'s client example compiles under exactOptionalPropertyTypes (what compiles with it compiles without)', (t) => {
   const example = /```ts\n(import \{ createClient[^]*?)```/.exec(README)?.[1]
   assert.ok(example !== undefined, 'README has the client example')
-  const file = join(mkdtempSync(join(tmpdir(), 'readme-example-')), 'example.mts')
+  const folder = mkdtempSync(join(tmpdir(), 'readme-example-'))
+  t.after(() => { rmSync(folder, { recursive: true }) })
+  const file = join(folder, 'example.mts')
   writeFileSync(file, example)
   const program = ts.createProgram([file], {
     strict: true, exactOptionalPropertyTypes: true, noEmit: true, skipLibCheck: true, types: ['node'],
@@ -61,5 +63,7 @@ test('the README\'s client example compiles, under exactOptionalPropertyTypes (w
     typeRoots: [fileURLToPath(new URL('../../node_modules/@types', import.meta.url))],
     paths: { 'petstore/client': [fileURLToPath(new URL('../../src/client/index.ts', import.meta.url))] }
   })
-  assert.deepEqual(ts.getPreEmitDiagnostics(program).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')), [])
+  // The example's own errors: the client's source is checked by the project's settings, in npm test's tsc.
+  const errors = ts.getPreEmitDiagnostics(program, program.getSourceFile(file))
+  assert.deepEqual(errors.map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')), [])
 })
