@@ -60,19 +60,24 @@ export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClo
   return (await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) === undefined ? 'no such key' : 'revoked already'
 }
 
+/** A replacement key: its hash and hint, and when it expires, given the lifetime of the key it replaces (none for one that never expired). */
+export interface ReplacementKey extends Pick<NewApiKey, 'hash' | 'hint'> {
+  expiry: (replacedLifetimeMs: number | undefined) => Date | undefined
+}
+
 /**
  * Replaces key `id` with `replacement`, which takes its name and scopes and names it as rotated from;
- * the old key expires `overlapMs` from now (or keeps an earlier expiry). `expiryOf` says when the new
- * key expires, given the old key's lifetime (undefined for a key that never expired). One statement
- * claims the old key, so a revocation or expiry that lands meanwhile cannot be rotated past. Resolves
- * the new key's id, its expiry and when the old one stops working.
+ * the old key expires `overlapMs` from now (or keeps an earlier expiry). One statement claims the old
+ * key, so a revocation or expiry that lands meanwhile cannot be rotated past; a key rotated already
+ * is refused after it, which waits for a rotation under way. So the key's expiry read first is the
+ * one it was made with: its lifetime. Resolves the new key's id and expiry, and when the old one
+ * stops working.
  */
-export async function rotateApiKey (db: Db, id: bigint, replacement: Pick<NewApiKey, 'hash' | 'hint'>, expiryOf: (replacedLifetimeMs: number | undefined) => Date | undefined,
-  overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, expiresAt: Date | undefined, oldKeyExpiresAt: string }> {
+export async function rotateApiKey (db: Db, id: bigint, replacement: ReplacementKey, overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, expiresAt: Date | undefined, oldKeyExpiresAt: string }> {
   return await db.transaction().execute(async (trx) => {
     const now = isoNow(clock)
     const endOfOverlap = new Date(clock.now() + overlapMs).toISOString()
-    const before = await trx.selectFrom('api_keys').select(['created_at', 'expires_at']).where('id', '=', id).executeTakeFirst()
+    const replaced = await trx.selectFrom('api_keys').select(['created_at', 'expires_at']).where('id', '=', id).executeTakeFirst()
     // ISO 8601 texts in UTC, all written by toISOString, sort as the instants they name.
     const old = await trx.updateTable('api_keys')
       .set({ expires_at: sql<string>`case when expires_at is null or expires_at > ${endOfOverlap} then ${endOfOverlap} else expires_at end` })
@@ -81,9 +86,11 @@ export async function rotateApiKey (db: Db, id: bigint, replacement: Pick<NewApi
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
       .returning(['name', 'scopes', 'expires_at'])
       .executeTakeFirst()
-    if (old === undefined || before === undefined) throw await notRotatable(trx, id)
-    const expiresAt = expiryOf(before.expires_at === null ? undefined : Date.parse(before.expires_at) - Date.parse(before.created_at))
-    const newId = await insertApiKey(trx, { ...replacement, name: old.name, scopes: old.scopes, expiresAt, rotatedFrom: id }, clock)
+    if (old === undefined || replaced === undefined) throw await notRotatable(trx, id)
+    const successor = await trx.selectFrom('api_keys').select('id').where('rotated_from', '=', id).executeTakeFirst()
+    if (successor !== undefined) throw new Error(`API key ${id} was rotated already: key ${successor.id} replaces it; rotate that one`)
+    const expiresAt = replacement.expiry(replaced.expires_at === null ? undefined : Date.parse(replaced.expires_at) - Date.parse(replaced.created_at))
+    const newId = await insertApiKey(trx, { hash: replacement.hash, hint: replacement.hint, name: old.name, scopes: old.scopes, expiresAt, rotatedFrom: id }, clock)
     return { id: newId, expiresAt, oldKeyExpiresAt: old.expires_at! }
   })
 }

@@ -85,3 +85,14 @@ export function expiryOf (lifetime: LifetimeOptions, defaultTtl: string | undefi
   const { expiresIn, expiresAt } = lifetime
   return expiresAt ?? (expiresIn === undefined ? defaultExpiry(defaultTtl, now) : new Date(now + expiresIn))
 }
+
+/**
+ * When a key made by keys rotate expires: as asked, else as long after `now` as the key it replaces
+ * was to live (`replacedLifetimeMs`, from its creation to its expiry; no later than a stored expiry
+ * may be), else as expiryOf says for a new key.
+ */
+export function replacementExpiryOf (lifetime: LifetimeOptions, defaultTtl: string | undefined, now: number, replacedLifetimeMs: number | undefined): Date | undefined {
+  const asked = lifetime.expiresIn !== undefined || lifetime.expiresAt !== undefined
+  if (asked || replacedLifetimeMs === undefined) return expiryOf(lifetime, defaultTtl, now)
+  return new Date(Math.min(now + replacedLifetimeMs, LAST_INSTANT))
+}

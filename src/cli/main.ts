@@ -22,7 +22,7 @@ import { VERSION } from '../version.js'
 import { printProcessWarnings } from '../process-warnings.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
-import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, refuseImpossibleLifetime, type LifetimeOptions } from './key-options.js'
+import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, refuseImpossibleLifetime, replacementExpiryOf, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
 import { messageOf } from '../error-message.js'
 
@@ -188,18 +188,18 @@ unless API_KEY_DEFAULT_TTL sets a lifetime.`)
 The old key expires when the overlap ends (default 24h, at least 1m so that every server has seen it),
 or sooner if it was to expire sooner; meanwhile both work, so clients can move to the new one. Without
 --expires-in or --expires-at, the new key lives as long as the old one was to (from its creation to its
-expiry), or as keys create sets it for an old key that never expired. A revoked or expired key cannot
-be rotated.`)
+expiry: a key made to end at a date gives that length, not the date), or as keys create sets it for an
+old key that never expired. A revoked or expired key cannot be rotated, nor one rotated already: rotate
+its replacement.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
       refuseThrowAwayStore()
       refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
+      const defaultTtl = loadConfig().API_KEY_DEFAULT_TTL
       const rotated = await withStore(async ({ db, clock }) => {
         const now = clock.now()
-        // Without a lifetime asked for, a replacement lives as long as the key it replaces.
-        const expiry = (replacedLifetimeMs: number | undefined) => expiryOf(lifetime.expiresIn === undefined && lifetime.expiresAt === undefined ? { expiresIn: replacedLifetimeMs } : lifetime,
-          loadConfig().API_KEY_DEFAULT_TTL, now)
-        return await rotateApiKey(db, id, { hash, hint }, expiry, overlap, stoppedClock(now))
+        const expiry = (replacedLifetimeMs: number | undefined) => replacementExpiryOf(lifetime, defaultTtl, now, replacedLifetimeMs)
+        return await rotateApiKey(db, id, { hash, hint, expiry }, overlap, stoppedClock(now))
       })
       console.log(`Rotated API key ${id}: key ${rotated.id} replaces it${rotated.expiresAt === undefined ? '' : `, expiring at ${rotated.expiresAt.toISOString()}`}, and key ${id} stops working at ${rotated.oldKeyExpiresAt}. The new key is shown only now; store it safely:`)
       console.log(key)

@@ -92,6 +92,18 @@ forEachStore((store) => {
     assert.equal(asked.code, 0, asked.stderr)
     const fromAsked = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout).at(-1)
     assert.equal(Date.parse(fromAsked.expiresAt) - Date.parse(fromAsked.createdAt), 86_400_000, 'a lifetime asked for is kept')
+    const lastDay = await runCli(['keys', 'create', '--name', 'last day', '--expires-at', '9999-12-31T23:59:59Z'], env)
+    assert.equal(lastDay.code, 0, lastDay.stderr)
+    const fromLastDay = await runCli(['keys', 'rotate', '5'], env)
+    assert.match(fromLastDay.stdout, /^Rotated API key 5: key 6 replaces it, expiring at 9999-12-31T23:59:59\.\d{3}Z,/m, 'within year 9999')
+    const again = await runCli(['keys', 'rotate', '5'], env)
+    assert.equal(again.code, 1)
+    assert.match(again.stderr, /API key 5 was rotated already: key 6 replaces it; rotate that one/)
+    assert.equal((await runCli(['keys', 'create', '--name', 'forever'], env)).code, 0)
+    const fromForever = await runCli(['keys', 'rotate', '7'], { ...env, API_KEY_DEFAULT_TTL: '30d' })
+    const [, expiry] = /^Rotated API key 7: key 8 replaces it, expiring at (\S+),/m.exec(fromForever.stdout) ?? []
+    const left = Date.parse(expiry!) - Date.now()
+    assert.ok(left > 29.9 * 86_400_000 && left <= 30 * 86_400_000, `a key that never expired is replaced by one of API_KEY_DEFAULT_TTL (${fromForever.stdout})`)
     assert.equal(replacement.hint, `ps_…${newKey.slice(-4)}`)
   })
 
