@@ -13,6 +13,7 @@ import { SCOPES, scopeList } from '../api-keys/scopes.js'
 import { stoppedClock } from '../clock.js'
 import { ConfigError, loadConfig, sqlitePathOf } from '../config.js'
 import { migrateToLatest, newerMigrationsMessage } from '../db/migrate.js'
+import { messageOf } from '../error-message.js'
 import { printable } from '../printable.js'
 import { INT64_MAX } from '../validation/int64.js'
 import { openStore, sqliteStoreFiles, storeOptionsFrom } from '../store/open-store.js'
@@ -24,7 +25,6 @@ import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-
 import { commandName } from './command-name.js'
 import { collectScope, expiryOf, parseDurationOption, parseInstant, parseKeyName, parseOverlap, refuseImpossibleLifetime, replacementExpiryOf, type LifetimeOptions } from './key-options.js'
 import { plainTable } from './plain-table.js'
-import { messageOf } from '../error-message.js'
 
 /**
  * What stops `pets import` after its batch under way, with its report: a terminal's Ctrl-C, a process

@@ -1,8 +1,8 @@
 import type { FileHandle } from 'node:fs/promises'
 import { parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
-import { REPORT_COLUMNS, type ImportFormat, type RejectedRow } from '../pets/pet-import-file.js'
 import { messageOf } from '../error-message.js'
+import { REPORT_COLUMNS, type ImportFormat, type RejectedRow } from '../pets/pet-import-file.js'
 
 // JSON whitespace holding a line break: outside any string, since a JSON string cannot hold one raw.
 const LINE_BREAKS = /[ \t]*[\r\n][ \t\r\n]*/g

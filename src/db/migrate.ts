@@ -1,5 +1,6 @@
 import { Migrator, sql, type Migration } from 'kysely'
 import { ConfigError } from '../config.js'
+import { messageOf } from '../error-message.js'
 import { isRefusedPostgresSetting, isStoreUnavailable } from '../store/store-errors.js'
 import type { Db } from './database.js'
 import { isPostgres } from './dialect.js'
@@ -13,7 +14,6 @@ import * as createEvents from './migrations/007-create-events.js'
 import * as createWebhooks from './migrations/008-create-webhooks.js'
 import * as notifyPetChanges from './migrations/009-notify-pet-changes.js'
 import * as keyLongCategoryNamesByDigest from './migrations/010-key-long-category-names-by-digest.js'
-import { messageOf } from '../error-message.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {

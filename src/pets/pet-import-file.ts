@@ -2,11 +2,11 @@ import { isUtf8 } from 'node:buffer'
 import type { FileHandle } from 'node:fs/promises'
 import { finished } from 'node:stream/promises'
 import { type CsvError, parse as parseCsv } from 'csv-parse'
+import { messageOf } from '../error-message.js'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
 import { CR, JsonSyntaxError, JsonTokenReader, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
-import { messageOf } from '../error-message.js'
 
 export type ImportFormat = 'json' | 'csv'
 

@@ -1,11 +1,11 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { apiValidatorCompiler } from '../api-validator.js'
+import { messageOf } from '../error-message.js'
 import type { PetStore } from '../store/pet-store.js'
 import { isPostgresConnectionLost } from '../store/store-errors.js'
 import { formatValidationErrors } from '../validation/validation-error-message.js'
 import { isRejected, type ImportItem, type RejectedRow, type RowPosition } from './pet-import-file.js'
 import { DEFAULT_PET_STATUS, NewPet } from './pet.schemas.js'
-import { messageOf } from '../error-message.js'
 
 export interface ImportOptions {
   /** Readable rows per transaction: at most 5,000. */

@@ -2,12 +2,12 @@ import { existsSync, realpathSync, statfsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { systemClock, type Clock } from '../clock.js'
 import { ConfigError, loadConfig, sqlitePathOf, type Config } from '../config.js'
+import { messageOf } from '../error-message.js'
 import type { Deadlines } from './postgres/deadline-pool.js'
 import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
 import { isUnusableSqlitePath } from './store-errors.js'
 import type { Durability, Store, StoreLog } from './store.js'
-import { messageOf } from '../error-message.js'
 
 export interface StoreOptions {
   /** PostgreSQL: a direct connection for LISTEN, when the store's URL is a pooler's. */

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { Client } from 'pg'
 import { ConfigError } from '../../config.js'
+import { messageOf } from '../../error-message.js'
 import type { StoreLog } from '../store.js'
 import { isRefusedPostgresSetting, markConnectionRefused } from '../store-errors.js'
 import { endWithin } from './bounded-end.js'
-import { messageOf } from '../../error-message.js'
 
 /** The channel a trigger on the pets table notifies on every change (migration 009). */
 export const PET_CHANGES_CHANNEL = 'petstore_pet_changes'

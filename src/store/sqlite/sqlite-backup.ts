@@ -1,10 +1,10 @@
 import { closeSync, existsSync, linkSync, openSync, rmSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ConfigError } from '../../config.js'
+import { messageOf } from '../../error-message.js'
 import { isUnusableSqlitePath } from '../store-errors.js'
 import { makeFolder } from './make-folder.js'
 import { SqliteConnection } from './sqlite-connection.js'
-import { messageOf } from '../../error-message.js'
 
 /**
  * Copies the SQLite store at `path` to the new file `destination`, as committed at one moment, while
