@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { findSetting } from '../../src/db/settings.repository.js'
@@ -133,20 +133,25 @@ if (redisUrl) {
     assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429])
   })
 
-  test('with REDIS_URL, counters are named by the store and what is counted, as operations.md says', async (t) => {
+  /** An instance counting 4 a minute in the Redis of TEST_REDIS_URL, and a client of that Redis. */
+  const limitedInRedis = async (t: TestContext) => {
     const { store, db, databaseUrl } = await createTestStore(t)
     const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl, REDIS_TIMEOUT_MS: '5000' })
     const app = await buildApp({ config, store, limits: TEST_LIMITS })
     defer(t, () => app.close())
     checkAnswers(t, app)
-    const { id, key } = await createKey(db)
-    await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
-    await app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer ps_not-a-key' }, remoteAddress: '192.0.2.7' })
     // As src/plugins/rate-limit.ts imports it: the one export a bundled CommonJS package has is its default.
     const { default: ioredis } = await import('ioredis')
     const redis = new ioredis.Redis(redisUrl)
     defer(t, () => redis.quit())
-    const prefix = `petstore:${await findSetting(db, 'installation_id')}:`
+    return { app, db, redis, prefix: `petstore:${await findSetting(db, 'installation_id')}:` }
+  }
+
+  test('with REDIS_URL, counters are named by the store and what is counted, as operations.md says', async (t) => {
+    const { app, db, redis, prefix } = await limitedInRedis(t)
+    const { id, key } = await createKey(db)
+    await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
+    await app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer ps_not-a-key' }, remoteAddress: '192.0.2.7' })
     const keys = (await redis.keys(`${prefix}*`)).sort()
     const checks = keys.filter((name) => /^permission-check:[\w-]{36}$/.test(name.slice(prefix.length)))
     assert.deepEqual(keys.filter((name) => !checks.includes(name)), [`${prefix}address:192.0.2.7`, `${prefix}key:${id}`])
@@ -158,16 +163,9 @@ if (redisUrl) {
   // A count whose PEXPIRE Redis refused (an ACL changed for a moment) left its counter without an
   // expiry: the key was refused for good, "retry in 0 s".
   test('with REDIS_URL, a counter found without an expiry is given the window at its next count', async (t) => {
-    const { store, db, databaseUrl } = await createTestStore(t)
-    const config = loadConfig({ DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redisUrl, REDIS_TIMEOUT_MS: '5000' })
-    const app = await buildApp({ config, store, limits: TEST_LIMITS })
-    defer(t, () => app.close())
-    checkAnswers(t, app)
+    const { app, db, redis, prefix } = await limitedInRedis(t)
     const { id, key } = await createKey(db)
-    const { default: ioredis } = await import('ioredis')
-    const redis = new ioredis.Redis(redisUrl)
-    defer(t, () => redis.quit())
-    const counter = `petstore:${await findSetting(db, 'installation_id')}:key:${id}`
+    const counter = `${prefix}key:${id}`
     await redis.set(counter, '9')
     const response = await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })
     assert.equal(response.statusCode, 429)
