@@ -3,7 +3,7 @@
 // 12-14 MB lower in RSS, at the same throughput (bench, side by side). `npm start` and the `petstore`
 // command both start through this line.
 import '../next-tick-shape.js' // first: see there
-import { existsSync } from 'node:fs'
+import { existsSync, fstatSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { insertApiKey, findApiKeys, revokeApiKey, rotateApiKey } from '../api-keys/api-key.repository.js'
@@ -54,6 +54,18 @@ async function withStore<T> (work: (store: Store) => Promise<T>, { migrate = tru
 function refuseThrowAwayStore (): void {
   if (loadConfig().DATABASE_URL !== 'sqlite::memory:') return
   throw new ConfigError('DATABASE_URL is sqlite::memory:, a throw-away store of the process that opens it: what this command stored there would reach no service; point DATABASE_URL at the service\'s store')
+}
+
+/**
+ * Refuses to make a key that would be shown to no one: standard output sent to /dev/null (as Node
+ * sends it when it starts with that descriptor closed, `keys create >&-`). The key would be stored,
+ * working, and never seen.
+ */
+function refuseUnseenKey (): void {
+  const output = fstatSync(1)
+  const discarded = statSync('/dev/null', { throwIfNoEntry: false })
+  if (discarded === undefined || !output.isCharacterDevice() || output.rdev !== discarded.rdev) return
+  throw new ConfigError('the standard output is /dev/null (or was closed): the new key would be shown to no one; nothing was made')
 }
 
 /**
@@ -166,6 +178,7 @@ Without --scope a key holds every scope. Without --expires-in or --expires-at it
 unless API_KEY_DEFAULT_TTL sets a lifetime.`)
     .action(async ({ name, scope = [], ...lifetime }: { name: string, scope?: string[] } & LifetimeOptions) => {
       refuseThrowAwayStore()
+      refuseUnseenKey()
       refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
       const scopes = scopeList(scope)
@@ -193,6 +206,7 @@ old key that never expired. A revoked or expired key cannot be rotated, nor one 
 its replacement.`)
     .action(async (id: bigint, { overlap, ...lifetime }: { overlap: number } & LifetimeOptions) => {
       refuseThrowAwayStore()
+      refuseUnseenKey()
       refuseLifetime(lifetime)
       const { key, hash, hint } = generateApiKey()
       const defaultTtl = loadConfig().API_KEY_DEFAULT_TTL

@@ -211,6 +211,30 @@ test('a key that cannot be printed (stdout on a full disk) is a failure said on 
   assert.match(stderr, /^petstore: the standard output cannot be written \(ENOSPC\): what this command printed is lost .*keys list/)
 })
 
+test('keys create and rotate with the standard output on /dev/null, or closed, are refused (exit 2): the key would be shown to no one', async (t) => {
+  const { databaseUrl } = await createTestStore(t)
+  const env = { ...process.env, DATABASE_URL: databaseUrl }
+  const made = await runCli(['keys', 'create', '--name', 'seen'], env)
+  assert.equal(made.code, 0, made.stderr)
+  const node = [process.execPath, ...CLI].map((word) => `'${word}'`).join(' ')
+  const commands = [
+    [process.execPath, ...CLI, 'keys', 'create', '--name', 'unseen'],
+    [process.execPath, ...CLI, 'keys', 'rotate', '1'],
+    ['sh', '-c', `exec ${node} keys create --name unseen >&-`]
+  ]
+  for (const command of commands) {
+    // Node gives a child its `ignore` as /dev/null, and so it does itself for a descriptor closed at start.
+    const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr!.on('data', (chunk) => { stderr += chunk })
+    const [code] = await once(child, 'exit')
+    assert.equal(code, 2, command.join(' '))
+    assert.match(stderr, /^petstore: the standard output is \/dev\/null \(or was closed\): the new key would be shown to no one; nothing was made\n$/, command.join(' '))
+  }
+  const keys = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout)
+  assert.deepEqual(keys.map((key: { name: string, expiresAt: string | null }) => [key.name, key.expiresAt]), [['seen', null]], 'no key made, none rotated')
+})
+
 test('keys create, rotate and revoke and pets import on sqlite::memory:, a store that reaches no service, are refused (exit 2), not told the key is not there; an import --dry-run, which stores nothing, runs', async (t) => {
   const env = { DATABASE_URL: 'sqlite::memory:' }
   for (const command of [['create', '--name', 'lost'], ['rotate', '1'], ['revoke', '1']]) {
