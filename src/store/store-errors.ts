@@ -2,9 +2,10 @@
 const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM|CORRUPT|NOTADB)/
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN'])
 // PostgreSQL SQLSTATE: 08 connection exception, 53 insufficient resources, 57P shutdown, 57014 statement
-// timeout, 55P03 lock timeout, XX001 and XX002 data or an index damaged, 25006 a database read-only (a
+// timeout, 55P03 lock timeout, 25P03 a transaction ended for sitting idle past the deadline (the
+// service frozen in it), XX001 and XX002 data or an index damaged, 25006 a database read-only (a
 // failover to a standby, `default_transaction_read_only`), 42501 a privilege the service's role lost.
-const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014|55P03|XX001|XX002|25006|42501)/
+const POSTGRES_UNAVAILABLE = /^(08|53|57P|57014|55P03|25P03|XX001|XX002|25006|42501)/
 // node-postgres raises these without a code: no connection within the deadline, no answer within the
 // deadline, or the connection lost.
 const POSTGRES_NO_CONNECTION = /^timeout exceeded when trying to connect/

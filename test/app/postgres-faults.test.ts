@@ -5,6 +5,7 @@ import { chownSync, readdirSync, readFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
+import { sql } from 'kysely'
 import pg from 'pg'
 import { lockIdOrder, PET_INSERT_LOCK } from '../../src/db/id-order-lock.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
@@ -117,6 +118,23 @@ if (process.env.TEST_DATABASE_URL) {
     const result = await runCli(['keys', 'list'], { DATABASE_URL: url.toString(), DATABASE_CONNECT_TIMEOUT_MS: '1000' }, { killAfterMs: 12_000 })
     assert.equal(result.code, 0, `exit ${result.code}, after ${Math.round(performance.now() - started)} ms: ${result.stderr}`)
     assert.match(result.stdout, /^No API keys/)
+  })
+
+  // The service frozen (SIGSTOP) in a transaction past the deadline: the server ends the session, and
+  // the next statement, once the service runs again, gets the reason (25P03). It answered 500.
+  test('a transaction the server ended for sitting idle (the service frozen in it) is a store fault (503), and the store answers after it', async (t) => {
+    const { databaseUrl } = await createTestStore(t, TEST_STORES.find(({ name }) => name === 'postgres'))
+    const store = openTestStore(t, databaseUrl, { deadlines: { connectMs: 1000, statementMs: 100 }, poolSize: 1 })
+    const ended = await store.db.transaction().execute(async (trx) => {
+      await sql`select 1`.execute(trx)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600) // frozen: nothing read meanwhile
+      await sql`select 1`.execute(trx)
+    }).then(() => undefined, (error: unknown) => error)
+    // 25P03 from PostgreSQL; a pooler between may say it its own way.
+    assert.ok(ended instanceof Error, 'the transaction failed')
+    assert.equal(isStoreUnavailable(ended), true, String(ended))
+    const { rows } = await sql<{ one: number }>`select 1 as one`.execute(store.db)
+    assert.deepEqual(rows, [{ one: 1 }])
   })
 
   test('a migrator holding the migrations\' lock (stuck or frozen) makes the next one fail at the deadline, saying why', async (t) => {
