@@ -68,10 +68,10 @@ export interface ReplacementKey extends Pick<NewApiKey, 'hash' | 'hint'> {
 /**
  * Replaces key `id` with `replacement`, which takes its name and scopes and names it as rotated from;
  * the old key expires `overlapMs` from now (or keeps an earlier expiry). One statement claims the old
- * key, so a revocation or expiry that lands meanwhile cannot be rotated past; a key rotated already
- * is refused after it, which waits for a rotation under way. So the key's expiry read first is the
- * one it was made with: its lifetime. Resolves the new key's id and expiry, and when the old one
- * stops working.
+ * key, so a revocation or expiry that lands meanwhile cannot be rotated past. A key rotated already is
+ * refused after that statement, whose row lock waits for a rotation under way to commit, so that its
+ * replacement is seen; a key that passes was never rotated, so the expiry read before the statement
+ * is the one it was made with. Resolves the new key's id and expiry, and when the old one stops working.
  */
 export async function rotateApiKey (db: Db, id: bigint, replacement: ReplacementKey, overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, expiresAt: Date | undefined, oldKeyExpiresAt: string }> {
   return await db.transaction().execute(async (trx) => {
@@ -86,9 +86,10 @@ export async function rotateApiKey (db: Db, id: bigint, replacement: Replacement
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
       .returning(['name', 'scopes', 'expires_at'])
       .executeTakeFirst()
-    if (old === undefined || replaced === undefined) throw await notRotatable(trx, id)
     const successor = await trx.selectFrom('api_keys').select('id').where('rotated_from', '=', id).executeTakeFirst()
+    // Said first: an expired or revoked key that was rotated has a replacement, maybe a live one.
     if (successor !== undefined) throw new Error(`API key ${id} was rotated already: key ${successor.id} replaces it; rotate that one`)
+    if (old === undefined || replaced === undefined) throw await notRotatable(trx, id)
     const expiresAt = replacement.expiry(replaced.expires_at === null ? undefined : Date.parse(replaced.expires_at) - Date.parse(replaced.created_at))
     const newId = await insertApiKey(trx, { hash: replacement.hash, hint: replacement.hint, name: old.name, scopes: old.scopes, expiresAt, rotatedFrom: id }, clock)
     return { id: newId, expiresAt, oldKeyExpiresAt: old.expires_at! }

@@ -62,9 +62,10 @@ function refuseThrowAwayStore (): void {
  * working, and never seen.
  */
 function refuseUnseenKey (): void {
-  const output = fstatSync(1)
   const discarded = statSync('/dev/null', { throwIfNoEntry: false })
-  if (discarded === undefined || !output.isCharacterDevice() || output.rdev !== discarded.rdev) return
+  if (discarded === undefined) return
+  const output = fstatSync(1)
+  if (!output.isCharacterDevice() || output.rdev !== discarded.rdev) return
   throw new ConfigError('the standard output is /dev/null (or was closed): the new key would be shown to no one; nothing was made')
 }
 

@@ -88,8 +88,8 @@ export async function createRateLimiter (app: FastifyInstance, { perMinute, maxC
 }
 
 /**
- * Counters in this process, counted without a promise: on the path of every request, where the
- * plugin's promise-based check cost several percent of throughput. Each kind keeps counters of its
+ * Counters in this process, counted without a promise: on the path of every request, a promise each
+ * costs throughput (docs/benchmarks.md). Each kind keeps counters of its
  * own, found by the key's id or the address as it is (no string made per request), so that requests
  * from many addresses cannot push out the counters of keys. A plain Map, in the order the windows
  * started (a key goes back to the end when a new window starts), rather than lru-cache, whose every
@@ -241,7 +241,8 @@ async function requireDatabase (redis: Redis): Promise<void> {
  * set up again, with a warning every 10 s. Two counts, made as every count is, on a key of this start's
  * own (it expires with its window): the first sends the script (EVAL) and sets the window (INCR, PTTL,
  * PEXPIRE), the second names it (EVALSHA), so that every command a count may send is tried, whatever
- * the keys hold. Any other failure (an outage, a read-only replica, a full memory) may end by itself: it is returned, and requests pass uncounted meanwhile.
+ * the keys hold. Any other failure (an outage, a read-only replica, a full memory) may end by itself:
+ * it is returned, and requests pass uncounted meanwhile.
  */
 async function requirePermission (redis: Redis, count: RedisCount, prefix: string): Promise<Error | undefined> {
   if (redis.status !== 'ready') return undefined

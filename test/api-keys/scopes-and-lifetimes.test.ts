@@ -153,7 +153,8 @@ forEachStore((store) => {
     clock.advance(1)
     assert.deepEqual([await status(oldKey), await status(newKey)], [401, 200])
     await assert.rejects(rotateApiKey(testApp.db, 999n, { ...generateApiKey(), expiry: () => undefined }, 60_000, clock), /no API key with id 999/)
-    await assert.rejects(rotateApiKey(testApp.db, id, { ...generateApiKey(), expiry: () => undefined }, 60_000, clock), new RegExp(`API key ${id} expired at ${oldKeyExpiresAt}`))
+    const { id: expired } = await createKey(testApp.db, 'expired', { expiresAt: new Date(clock.now() - 1) }, clock)
+    await assert.rejects(rotateApiKey(testApp.db, expired, { ...generateApiKey(), expiry: () => undefined }, 60_000, clock), new RegExp(`API key ${expired} expired at ${new Date(clock.now() - 1).toISOString()}`))
   })
 
   test('a replacement is told the lifetime its key was made with; a key rotated already is refused, naming its replacement', async (t) => {
@@ -173,5 +174,18 @@ forEachStore((store) => {
     await rotateApiKey(testApp.db, forever, replacement(), days(1), clock)
     assert.deepEqual(told, [days(90), days(90), undefined], 'the lifetime made with, not one cut short by an overlap')
     assert.equal(second.expiresAt?.getTime(), clock.now() + days(90))
+    clock.advance(days(1))
+    await assert.rejects(rotateApiKey(testApp.db, id, replacement(), days(1), clock), new RegExp(`API key ${id} was rotated already: key ${first.id} replaces it`), 'expired since, its replacement named')
+  })
+
+  test('two rotations of one key at once make one replacement; the other is refused', async (t) => {
+    const testApp = await build(t, { store })
+    const { id } = await createKey(testApp.db, 'shop')
+    const rotations = await Promise.allSettled([0, 1].map(async () => await rotateApiKey(testApp.db, id, { ...generateApiKey(), expiry: () => undefined }, 60_000)))
+    assert.deepEqual(rotations.map(({ status }) => status).sort(), ['fulfilled', 'rejected'])
+    const refused = rotations.find((rotation) => rotation.status === 'rejected')
+    assert.match(String(refused?.reason), new RegExp(`API key ${id} was rotated already: key \\d+ replaces it`))
+    const replacements = await testApp.db.selectFrom('api_keys').select('id').where('rotated_from', '=', id).execute()
+    assert.equal(replacements.length, 1)
   })
 })
