@@ -11,8 +11,8 @@ import { promisify } from 'node:util'
 import type { Store } from '../store/store.js'
 import { ImportFileError, describePosition, formatOfFile, readImportItems, surveyImportFile, type FileState, type ImportFormat, type RejectedRow, type RowPosition } from '../pets/pet-import-file.js'
 import { importPets, type ImportReport } from '../pets/pet-import.js'
-import { RejectedRowsFile, RejectedRowsFileError } from './rejected-rows-file.js'
 import { printable } from '../printable.js'
+import { RejectedRowsFile, RejectedRowsFileError } from './rejected-rows-file.js'
 import { createProgress } from './progress.js'
 
 export interface PetsImportOptions {

@@ -198,14 +198,20 @@ test('keys create and rotate refuse unknown scopes, malformed lifetimes and past
   assert.equal(existsSync(path), false, 'no store was made')
 })
 
+/** Runs `command` with its standard output sent to `stdout`: its exit code and what it wrote on stderr. */
+async function runWithStdout (command: string[], env: NodeJS.ProcessEnv, stdout: number | 'ignore'): Promise<{ code: number | null, stderr: string }> {
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', stdout, 'pipe'] })
+  let stderr = ''
+  child.stderr!.on('data', (chunk) => { stderr += chunk })
+  const [code] = await once(child, 'exit') as [number | null]
+  return { code, stderr }
+}
+
 test('a key that cannot be printed (stdout on a full disk) is a failure said on stderr, not exit 0 with nothing printed', async (t) => {
   const { databaseUrl } = await createTestStore(t)
   const full = openSync('/dev/full', 'w')
-  const child = spawn(process.execPath, [...CLI, 'keys', 'create', '--name', 'lost'], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', full, 'pipe'] })
+  const { code, stderr } = await runWithStdout([process.execPath, ...CLI, 'keys', 'create', '--name', 'lost'], { ...process.env, DATABASE_URL: databaseUrl }, full)
   closeSync(full)
-  let stderr = ''
-  child.stderr!.on('data', (chunk) => { stderr += chunk })
-  const [code] = await once(child, 'exit')
   assert.equal(code, 1)
   assert.match(stderr, /^petstore: the standard output cannot be written \(ENOSPC\): what this command printed is lost .*keys list/)
 })
@@ -223,10 +229,7 @@ test('keys create and rotate with the standard output on /dev/null, or closed, a
   ]
   for (const command of commands) {
     // Node gives a child its `ignore` as /dev/null, and so it does itself for a descriptor closed at start.
-    const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] })
-    let stderr = ''
-    child.stderr!.on('data', (chunk) => { stderr += chunk })
-    const [code] = await once(child, 'exit')
+    const { code, stderr } = await runWithStdout(command, env, 'ignore')
     assert.equal(code, 2, command.join(' '))
     assert.match(stderr, /^petstore: the standard output is \/dev\/null \(or was closed\): the new key would be shown to no one; nothing was made\n$/, command.join(' '))
   }
