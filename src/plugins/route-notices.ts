@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import { STABILITY_HEADER } from '../openapi/response-headers.js'
+import { hasTrailingSlash } from './error-handler.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -65,7 +66,8 @@ function dayOf (date: Date): string {
 export default fp<{ clock: Clock }>(async (app, { clock }) => {
   app.addHook('onRequest', (request, reply, done) => {
     const headers = request.routeOptions.config.noticeHeaders
-    if (headers !== undefined) reply.headers(headers)
+    // A path with a trailing slash, which a route with a parameter last takes, reaches no operation.
+    if (headers !== undefined && !hasTrailingSlash(request.url)) reply.headers(headers)
     done()
   })
   app.addHook('onRoute', (route) => {

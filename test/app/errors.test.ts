@@ -32,6 +32,18 @@ forEachStore((store) => {
     assert.equal(errorOf(await testApp.app.inject({ url: '/v1/nothing/', headers: testApp.auth })).message, 'No resource at this path')
   })
 
+  test('a path with a trailing slash carries none of the notices of the route that would take it: no operation is reached', async (t) => {
+    const testApp = await build(t, { store })
+    // getPet's (deprecated), the beta and the experimental collections', whose routes end in a parameter.
+    for (const url of ['/v1/pets/', '/v1/categories/', '/v1/store/orders/', '/v1/webhooks/']) {
+      for (const headers of [testApp.auth, {}]) {
+        const response = await testApp.app.inject({ url, headers })
+        assert.equal(response.statusCode, 'authorization' in headers ? 404 : 401, url)
+        for (const name of ['deprecation', 'sunset', 'link', 'api-stability']) assert.equal(response.headers[name], undefined, `${url} ${name}`)
+      }
+    }
+  })
+
   test('a query or path parameter at fault is named with its part of the request', async (t) => {
     const testApp = await build(t, { store })
     const cases = [
