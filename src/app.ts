@@ -60,6 +60,8 @@ const NO_QUERY_PARAMETERS = Type.Object({}, { additionalProperties: false })
 
 /** The kind under which the webhook dispatcher's failures to reach the store are logged. */
 export const DISPATCHER_OUTAGE = 'webhook delivery could not reach the store'
+/** The kind under which the event streams' failures to read the store are logged. */
+export const EVENT_STREAM_OUTAGE = 'an event stream failed'
 
 /** Limits that are always on; the README's "Limits" table lists them. */
 export const LIMITS = {
@@ -240,13 +242,18 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     const idempotentCreates = new IdempotentCreates(clock, async (apiKeyId, key, notBefore) => await findStoredResponse(db, apiKeyId, key, notBefore))
     await v1.register(petRoutes, { pets, cursorCodec: createCursorCodec(cursorSecret, 'pets', PET_STATUSES), idempotentCreates, committed, apiUrl })
     await v1.register(categoryRoutes, { db, clock, cursorCodec: createCursorCodec(cursorSecret, 'categories', []), idempotentCreates, committed, apiUrl })
+    const streamOutages = new OutageLog(app.log, 'streams that caught up wait for the store, others end and their clients may reconnect', outageReportMs)
+    v1.addHook('onClose', async () => { streamOutages.close() })
     const streams = new EventStreams(db, verifier, {
       pollMs: limits.eventPollMs,
       heartbeatMs: limits.eventHeartbeatMs,
       keyCheckMs: limits.eventKeyCheckMs,
       maxBufferedBytes: limits.eventStreamBufferBytes,
       maxPerKey: config.MAX_STREAMS_PER_KEY
-    }, (err) => { app.log.warn({ err }, 'an event stream failed; its client may reconnect') })
+    }, (err) => {
+      // Failed at every poll while the store is down, and again at each of its returns in an outage that comes and goes.
+      streamOutages.failed(EVENT_STREAM_OUTAGE, err)
+    })
     // Streams never end by themselves: they are closed, not waited for.
     v1.addHook('preClose', (done) => {
       streams.closeAll()

@@ -52,13 +52,13 @@ export class EventStreams {
   #timers: NodeJS.Timeout[] = []
   #polling = false
   #checkingKeys = false
-  #failing = false
   #closing = false
 
   constructor (
     private readonly db: Db,
     private readonly verifier: ApiKeyVerifier,
     private readonly limits: EventStreamLimits,
+    /** Told of each failure to read the store, which can come at every poll while it lasts. */
     private readonly onError: (error: unknown) => void
   ) {}
 
@@ -100,7 +100,7 @@ export class EventStreams {
     response.on('close', () => { this.#remove(stream) })
     if (this.#timers.length === 0) this.#start()
     this.#catchUp(stream).catch((error: unknown) => {
-      this.#failed(error)
+      this.onError(error)
       response.end()
     })
   }
@@ -153,7 +153,6 @@ export class EventStreams {
         const head = this.#head
         if (head === undefined) return // not known yet, or no stream is open
         const { events, more } = await findEvents(this.db, { afterId: head, types: undefined, limit: POLL_PAGE })
-        this.#failing = false
         // Every stream closed meanwhile, and maybe others opened from another head: that read is not theirs.
         if (this.#head !== head || events.length === 0) return
         for (const stream of this.#streams) if (stream.live) this.#send(stream, events)
@@ -227,18 +226,12 @@ export class EventStreams {
   #start (): void {
     const every = (ms: number, task: () => unknown) => setInterval(task, ms).unref()
     this.#timers = [
-      every(this.limits.pollMs, () => { this.#poll().catch((error: unknown) => { this.#failed(error) }) }),
+      every(this.limits.pollMs, () => { this.#poll().catch(this.onError) }),
       every(this.limits.heartbeatMs, () => {
         for (const { response } of this.#streams) if (isOpen(response)) response.write(': heartbeat\n\n')
       }),
-      every(this.limits.keyCheckMs, () => { this.#checkKeys().catch((error: unknown) => { this.#failed(error) }) })
+      every(this.limits.keyCheckMs, () => { this.#checkKeys().catch(this.onError) })
     ]
-  }
-
-  /** Reports a failure to read the store once, not at every poll while it lasts. */
-  #failed (error: unknown): void {
-    if (!this.#failing) this.onError(error)
-    this.#failing = true
   }
 
   #remove (stream: Stream): void {

@@ -4,7 +4,7 @@ import { get, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
-import { buildApp } from '../../src/app.js'
+import { buildApp, EVENT_STREAM_OUTAGE } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { createLogger } from '../../src/logger.js'
@@ -334,7 +334,7 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     assert.equal(refused.statusCode, 503)
     assert.equal(errorOf(refused).code, 'service_unavailable')
     await new Promise((resolve) => setTimeout(resolve, 600)) // the poller's reads of the log fail a few times
-    assert.ok(warnings.includes('an event stream failed; its client may reconnect'), JSON.stringify(warnings))
+    assert.ok(warnings.some((message) => message.startsWith(EVENT_STREAM_OUTAGE)), JSON.stringify(warnings))
 
     proxy.restore()
     let after: { id: number } | undefined
@@ -348,5 +348,11 @@ for (const store of TEST_STORES.filter((candidate) => candidate.name === 'postgr
     assert.equal(eventsOf(live.messages).length, 2, 'no event lost or sent twice')
     assert.ok(live.messages.every(({ event }) => event !== 'stream.reset'))
     assert.ok(first.id < after.id)
+
+    // A second cut soon after, as an outage that comes and goes: still the one line, its failures counted.
+    proxy.cut()
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    proxy.restore()
+    assert.equal(warnings.filter((message) => message.startsWith(EVENT_STREAM_OUTAGE)).length, 1, JSON.stringify(warnings))
   })
 }
