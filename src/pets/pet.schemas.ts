@@ -16,6 +16,15 @@ const CategoryId = Int64({
   examples: [3]
 })
 
+// The pet-name rule in a regular expression, for validators that do not know the format: whitespace
+// (\s, and U+0085, which it leaves out) at either end, and between them 1 to 100 code points without
+// U+0000 nor lone surrogate, the first and last not whitespace. Read alike with the u flag or without:
+// without it an emoji is a pair of surrogates, which the second branch of a character takes.
+const WHITESPACE = '[\\s\\u0085]'
+const CHARACTER = '(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])'
+const VISIBLE = '(?:[^\\s\\u0085\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])'
+export const NAME_PATTERN = `^${WHITESPACE}*${VISIBLE}(?:${CHARACTER}{0,98}${VISIBLE})?${WHITESPACE}*$`
+
 /**
  * A name as sent (of an animal, of a category): 1 to 100 characters (code points) once whitespace at
  * both ends is trimmed, without U+0000.
@@ -23,13 +32,8 @@ const CategoryId = Int64({
 export function Name (what: string, example: string) {
   return Type.String({
     format: 'pet-name',
-    // What standard keywords can say of the rule, for validators that do not know the format: not
-    // empty, one character that is not whitespace (nor U+0085, which \s leaves out), no U+0000 nor lone surrogate, read alike with
-    // regular expressions' u flag or without (without it, `[^\ud800-\udfff]` refused every emoji).
-    // (A lookahead: `[^\0]*\S[^\0]*` would backtrack quadratically on a long name ending in U+0000.)
-    // The length once trimmed cannot be said.
     minLength: 1,
-    pattern: '^(?=[\\s\\S]*[^\\s\\u0085])(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$',
+    pattern: NAME_PATTERN,
     description: `${what}: 1 to 100 characters (code points) once whitespace at both ends is trimmed, without U+0000; stored as sent`,
     examples: [example]
   })
