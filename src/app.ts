@@ -107,7 +107,9 @@ export const LIMITS = {
   /** Webhooks: subscriptions there may be, so that one key cannot multiply every event's deliveries without end. */
   maxWebhooks: 100,
   /** Webhooks: retries asked for (POST …/retry) and not yet made, per subscription. */
-  maxQueuedRetries: 100
+  maxQueuedRetries: 100,
+  /** How often each instance deletes what has passed its retention: idempotency keys, events, webhook deliveries. */
+  expiredRowsDeletionMs: 60_000
 }
 
 export type Limits = typeof LIMITS
@@ -192,12 +194,13 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
   app.addHook('onClose', async () => {
     await verifier.close().catch((err: unknown) => { app.log.warn({ err }, 'the API keys\' last-used times of the last seconds could not be written: they are lost') })
   })
-  for (const [what, deletion] of [
-    ['expired idempotency keys', () => purgeExpiredKeys(db, clock)],
-    ['expired events', async () => await pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS, await findOldestOwedPosition(db))],
-    ['expired webhook deliveries', () => pruneExpiredDeliveries(db, clock, config.EVENT_RETENTION_DAYS)]
+  for (const [kind, what, deletion] of [
+    ['idempotency_keys', 'expired idempotency keys', () => purgeExpiredKeys(db, clock)],
+    ['events', 'expired events', async () => await pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS, await findOldestOwedPosition(db))],
+    ['webhook_deliveries', 'expired webhook deliveries', () => pruneExpiredDeliveries(db, clock, config.EVENT_RETENTION_DAYS)]
   ] as const) {
-    const scheduled = scheduleDeletion(deletion, (err) => app.log.warn({ err }, `deleting ${what} failed; it is tried again`))
+    const counted = async () => { metrics.expiredRowsDeleted.inc({ kind }, await deletion()) }
+    const scheduled = scheduleDeletion(counted, limits.expiredRowsDeletionMs, (err) => app.log.warn({ err }, `deleting ${what} failed; it is tried again`))
     app.addHook('onClose', async () => { await scheduled.stop() })
   }
   const cursorSecret = await findSetting(db, 'cursor_secret')

@@ -1,5 +1,3 @@
-const INTERVAL_MS = 60_000
-
 /**
  * Runs `deleteBatch` (which deletes at most one batch, in one transaction, and returns how many it
  * deleted) until a batch comes back short, yielding to requests between batches; resolves with the total.
@@ -15,14 +13,14 @@ export async function deleteInBatches (deleteBatch: () => Promise<number>, batch
 }
 
 /**
- * Runs `deletion` every minute until stopped, never twice at once (a run longer than a minute skips
+ * Runs `deletion` every `intervalMs` until stopped, never twice at once (a run longer than that skips
  * the next); a failure is reported and it runs again next time.
  */
-export function scheduleDeletion (deletion: () => Promise<unknown>, onError: (error: Error) => void): { stop: () => Promise<void> } {
+export function scheduleDeletion (deletion: () => Promise<unknown>, intervalMs: number, onError: (error: Error) => void): { stop: () => Promise<void> } {
   let running: Promise<unknown> | undefined
   const timer = setInterval(() => {
     running ??= deletion().catch(onError).finally(() => { running = undefined })
-  }, INTERVAL_MS).unref()
+  }, intervalMs).unref()
   return {
     stop: async () => {
       clearInterval(timer)

@@ -21,6 +21,8 @@ export interface Metrics {
   store: HistogramTally
   /** Answers to requests that could not be read whole, by status: `http_unread_requests_total`. */
   unread: Counter<'status'>
+  /** Rows deleted in the background once past their retention, by kind: `petstore_expired_rows_deleted_total`. */
+  expiredRowsDeleted: Counter<'kind'>
 }
 
 export function createMetrics (): Metrics {
@@ -38,7 +40,13 @@ export function createMetrics (): Metrics {
     labelNames: ['status'],
     registers: [registry]
   })
-  return { registry, http, store, unread }
+  const expiredRowsDeleted = new Counter({
+    name: 'petstore_expired_rows_deleted_total',
+    help: 'Rows deleted once past their retention (idempotency_keys after 24 hours, events and webhook_deliveries after EVENT_RETENTION_DAYS), by kind',
+    labelNames: ['kind'],
+    registers: [registry]
+  })
+  return { registry, http, store, unread, expiredRowsDeleted }
 }
 
 /**

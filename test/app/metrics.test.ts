@@ -245,6 +245,31 @@ test('without the process metrics (METRICS_PORT unset) answers and store calls a
   assert.doesNotMatch(text, /^process_|^nodejs_/m, 'process metrics are collected only where they are served')
 })
 
+test('what passes its retention and is deleted in the background is counted by kind: idempotency keys, events, webhook deliveries', async (t) => {
+  const metrics = createMetrics()
+  const { store, db, databaseUrl } = await createTestStore(t)
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: databaseUrl }), store, metrics, limits: { ...TEST_LIMITS, expiredRowsDeletionMs: 20 } })
+  defer(t, () => app.close())
+  const headers = { authorization: `Bearer ${(await createKey(db)).key}` }
+  for (const name of ['Rex', 'Tom']) {
+    const created = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...headers, 'idempotency-key': name }, payload: { name, categoryId: 1 } })
+    assert.equal(created.statusCode, 201)
+  }
+  const longAgo = new Date(Date.now() - 40 * 24 * 60 * 60 * 1000).toISOString() // past the 24 hours and EVENT_RETENTION_DAYS' 30 days
+  await db.updateTable('idempotency_keys').set({ created_at: longAgo }).where('key', '=', 'Rex').execute()
+  await db.updateTable('events').set({ occurred_at: longAgo }).execute()
+
+  const kinds = ['idempotency_keys', 'events', 'webhook_deliveries']
+  let counts: Array<string | undefined> = []
+  for (let tries = 0; counts.join() !== '1,2,0' && tries < 100; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const text = await metrics.registry.metrics()
+    counts = kinds.map((kind) => new RegExp(`petstore_expired_rows_deleted_total\\{kind="${kind}"\\} (\\d+)`).exec(text)?.[1])
+  }
+  assert.deepEqual(counts, ['1', '2', '0'])
+  assert.deepEqual((await db.selectFrom('idempotency_keys').select('key').execute()).map(({ key }) => key), ['Tom'])
+})
+
 test('a store that cannot be read makes the webhook queue depth unknown (NaN), and the rest of the scrape is served', async () => {
   const metrics = createMetrics()
   let owed: () => Promise<number> = async () => 3
