@@ -1,4 +1,5 @@
 import { Tokenizer, TokenParser, TokenType } from '@streamparser/json'
+import { printable } from '../printable.js'
 
 export { TokenType }
 
@@ -181,7 +182,8 @@ export class JsonTokenReader {
 
   #unexpected (at: number, expected?: string): JsonSyntaxError {
     const found = String.fromCodePoint(this.window.slice(at, Math.min(at + 4, this.window.end)).toString('utf8').codePointAt(0)!)
-    const shown = found === '\ufeff' ? 'byte order mark (U+FEFF)' : JSON.stringify(found)
+    // JSON.stringify escapes C0 controls, not DEL, C1 controls, bidi marks nor line separators.
+    const shown = found === '\ufeff' ? 'byte order mark (U+FEFF)' : printable(JSON.stringify(found))
     return new JsonSyntaxError(`unexpected ${shown}${expected === undefined ? '' : ` where ${expected} was expected`}`, this.window.positionOf(at))
   }
 

@@ -154,7 +154,12 @@ forEachStore((store) => {
         'The body nests arrays or objects too deeply to be read with its numbers exact'],
       ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
       ['{"name":"Rex" "categoryId":1}', 'invalid_json', 'Request body is not valid JSON: unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 15'],
-      ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15']
+      ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15'],
+      // Quoted as \u escapes, as input is wherever a message quotes it: raw, a bidi override (U+202E), a C1
+      // control (U+009B, which starts a terminal's escape sequences), DEL or a line separator changes
+      // how a terminal shows the rest of the line that prints the message.
+      ...['\u202e', '\u009b', '\u007f', '\u2028'].map((character): [string, string, string] => [`{"name":"Rex"${character}}`, 'invalid_json',
+        `Request body is not valid JSON: unexpected "\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}" at line 1, column 14`])
     ]
     for (const [payload, code, message] of cases) {
       const error = errorOf(await send(payload))
