@@ -216,8 +216,16 @@ function attemptSignal (timeout: AbortSignal, shutdown: AbortSignal): { signal: 
   }
 }
 
+/**
+ * OpenSSL's error text, as Node puts it in a message ("write EPROTO 80EC…:error:0A00010B:SSL
+ * routines:ssl3_get_record:wrong version number:../deps/openssl/…/ssl3_record.c:350:\n"): its reason.
+ */
+const OPENSSL_ERROR = /:error:[0-9A-F]+:[^:]*:[^:]*:([^:\n]+)/
+
 function failureOf (error: NodeJS.ErrnoException, timeout: AbortSignal): string {
   if (timeout.aborted) return 'no answer within the timeout'
-  const text = error.code !== undefined && !error.message.includes(error.code) ? `${error.code}: ${error.message}` : error.message
+  const tlsReason = OPENSSL_ERROR.exec(error.message)?.[1]
+  const message = tlsReason === undefined ? error.message : `TLS failed: ${tlsReason}`
+  const text = error.code !== undefined && !message.includes(error.code) ? `${error.code}: ${message}` : message
   return text.slice(0, MAX_ERROR_LENGTH)
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { getEventListeners } from 'node:events'
+import { getEventListeners, once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { systemNetwork, WebhookTransport } from '../../src/webhooks/webhook-transport.js'
 import { startReceiver } from './receiver.js'
@@ -46,4 +47,16 @@ test('the shutdown signal ends an attempt on its way at once, and one given alre
   const refused = await transport.post(new URL(receiver.url), {}, '{}', shutdown.signal)
   assert.equal(refused.status, undefined)
   assert.equal(receiver.received.length, 1, 'nothing more was sent')
+})
+
+test("a receiver that does not speak TLS on an https URL fails the attempt with OpenSSL's reason in a line, not its whole text (source file and line included)", async (t) => {
+  // What a plain HTTP server answers to a TLS ClientHello.
+  const server = createServer((socket) => { socket.once('data', () => { socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n') }) })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.after(() => { server.close() })
+  const transport = new WebhookTransport(systemNetwork, { allowPrivate: true, timeoutMs: 5000 })
+  t.after(() => { transport.close() })
+  const answer = await transport.post(new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}/`), {}, '{}', new AbortController().signal)
+  assert.equal(answer.error, 'EPROTO: TLS failed: wrong version number')
 })
