@@ -385,6 +385,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (/^https?:\/\/[^/]*@/.test(url)) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it must not hold a user name or password`)
     const parsed = new URL(url)
     if (parsed.search !== '' || parsed.hash !== '') throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(url)}; it must not hold a query or a fragment`)
+    // The URL parser keeps a % that starts no %XX, or one of bytes that are no UTF-8, as written.
+    if (decoded(parsed.pathname, decodeURI) === undefined) {
+      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(url)}; its path is not valid percent-encoded UTF-8: ` +
+        'a % must start the %XX of a UTF-8 byte (write % itself as %25)')
+    }
     // As URLs are sent (`Location`, `Link`): the host in ASCII, the path percent-encoded. Taken as
     // written, a character past Latin-1 made every such header, and the answers that carry one, fail.
     config[name] = parsed.href.replace(/\/+$/, '')

@@ -104,6 +104,11 @@ test('a configuration error names the variable, the value received and what is a
     // Of the form, but no URL: Location headers and the OpenAPI document published its port.
     [{ PUBLIC_BASE_URL: 'https://pets.example.com:99999' }, 'Invalid configuration: PUBLIC_BASE_URL is "https://pets.example.com:99999"; ' +
     'it must be of the form https://pets.example.com or https://example.com/pets: a URL (its port a number up to 65535)'],
+    // Taken as written, into the OpenAPI servers, Location and Link: no client could decode them.
+    [{ PUBLIC_BASE_URL: 'https://pets.example.com/a%zz' }, 'Invalid configuration: PUBLIC_BASE_URL is "https://pets.example.com/a%zz"; ' +
+    'its path is not valid percent-encoded UTF-8: a % must start the %XX of a UTF-8 byte (write % itself as %25)'],
+    [{ STAGING_BASE_URL: 'https://pets.example.com/%C0%AF' }, 'Invalid configuration: STAGING_BASE_URL is "https://pets.example.com/%C0%AF"; ' +
+    'its path is not valid percent-encoded UTF-8: a % must start the %XX of a UTF-8 byte (write % itself as %25)'],
     // What comes before the @ is masked when it may be a password alone: a user name too, the safe side.
     [{ DATABASE_DIRECT_URL: 'postgres://app@db:5432:1/pets' }, 'Invalid configuration: DATABASE_DIRECT_URL is "postgres://***@db:5432:1/pets"; ' +
     'it must be of the form postgres://USER:PASSWORD@HOST:5432/DB: a URL (its port a number up to 65535)'],
