@@ -31,7 +31,7 @@ import errorHandler, { answerClientError, answerNotFound, sendError } from './pl
 import expectContinue from './plugins/expect-continue.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
-import metricsPlugin, { answerRecorder, recordRefusal } from './plugins/metrics.js'
+import metricsPlugin, { answerRecorder } from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import pipelinedRequests from './plugins/pipelined-requests.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
@@ -138,11 +138,12 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
   const trustedProxies = config.TRUST_PROXY === undefined ? undefined : parseTrustedProxies(config.TRUST_PROXY)
   const countUnread = (status: number) => { metrics.unread.inc({ status: String(status) }) }
   const recordAnswer = answerRecorder(metrics)
+  const requestLog = new RequestLog(logsEachRequest(config.LOG_REQUESTS))
   const app = Fastify({
     // From a trusted proxy, request.ip is the client's address from X-Forwarded-For; from anyone else, the socket's.
     trustProxy: trustedProxies ?? false,
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger, childLoggerFactory: requestLoggerFactory }),
-    logController: new RequestLog(logsEachRequest(config.LOG_REQUESTS)),
+    logController: requestLog,
     genReqId: () => randomUUID(),
     bodyLimit: limits.bodyBytes,
     requestTimeout: limits.requestTimeoutMs,
@@ -155,7 +156,12 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: (error, request, reply) => {
-      recordRefusal(recordAnswer, request, reply)
+      // The router's refusals run no hook, and Fastify logs no line for them: both once written, under
+      // `unmatched`. Fastify keeps no start time for them: answered as the path is read, timed as 0.
+      reply.raw.once('finish', () => {
+        recordAnswer(request, reply)
+        requestLog.requestCompleted(null, request, reply)
+      })
       sendError(error, request, reply)
     },
     clientErrorHandler: (error, socket) => { answerClientError(error, socket, countUnread) },

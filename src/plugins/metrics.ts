@@ -22,8 +22,8 @@ export function answerRecorder (metrics: Metrics): RecordAnswer {
 
 /**
  * Records every answer given through a route or the not-found handler. The router's own refusals (a
- * path that is not percent-encoded UTF-8, a path parameter past its length) run no hook: see
- * `recordRefusal`.
+ * path that is not percent-encoded UTF-8, a path parameter past its length) run no hook: the app's
+ * `frameworkErrors` records them.
  */
 export default fp<{ recordAnswer: RecordAnswer }>(async (app, { recordAnswer }) => {
   app.addHook('onResponse', (request, reply, done) => {
@@ -31,11 +31,3 @@ export default fp<{ recordAnswer: RecordAnswer }>(async (app, { recordAnswer }) 
     done()
   })
 }, { name: 'metrics' })
-
-/**
- * Records a refusal of the router's, under `unmatched`, once it is written. Fastify keeps no start
- * time for it: answered as soon as the path is read, it is timed as 0.
- */
-export function recordRefusal (recordAnswer: RecordAnswer, request: FastifyRequest, reply: FastifyReply): void {
-  reply.raw.once('finish', () => { recordAnswer(request, reply) })
-}

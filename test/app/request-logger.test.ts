@@ -21,7 +21,7 @@ function collectedLogger (level: string) {
 }
 
 /** The service at `level`, its log lines, and how many child loggers pino made for its requests. */
-async function loggedApp (t: TestContext, level: string) {
+async function loggedApp (t: TestContext, level: string, logRequests: 'on' | 'off' = 'off') {
   const { logger, lines } = collectedLogger(level)
   const children = { made: 0 }
   // A child's prototype is its parent: every logger made from this one calls this `child`, on itself.
@@ -32,7 +32,7 @@ async function loggedApp (t: TestContext, level: string) {
   } as typeof child
   const { store, db, databaseUrl } = await createTestStore(t)
   // No line per request, as where stdout is not a terminal (`auto` would turn them on on one).
-  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_REQUESTS: 'off' })
+  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_REQUESTS: logRequests })
   const app = await buildApp({ config, store, logger, limits: TEST_LIMITS })
   defer(t, () => app.close())
   const { key } = await createKey(db)
@@ -55,6 +55,17 @@ test('a request that writes no log line makes no child logger; one that fails lo
   const line = lines.find(({ msg }) => msg === 'request failed')
   assert.equal(line?.reqId, requestId)
   assert.equal(children.made, 1)
+})
+
+test('with LOG_REQUESTS on, the requests the router refuses before any route (a path not UTF-8, an id too long) get their line too', async (t) => {
+  const { app, lines, headers } = await loggedApp(t, 'info', 'on')
+  for (const [url, status] of [['/v1/pets/%FF', 400], ['/v1/pets/%C0%AF', 400], [`/v1/pets/${'1'.repeat(9000)}`, 414], ['/v1/pets/1', 404]] as const) {
+    const response = await app.inject({ url, headers })
+    assert.equal(response.statusCode, status, url)
+    const line = lines.findLast(({ msg }) => msg === 'request completed')
+    assert.deepEqual([line?.url, line?.statusCode], [url, response.statusCode], url)
+    assert.equal(typeof line?.reqId, 'string')
+  }
 })
 
 test('at debug, a request\'s two lines carry its one request id', async (t) => {
