@@ -31,7 +31,7 @@ import errorHandler, { answerClientError, answerNotFound, sendError } from './pl
 import expectContinue from './plugins/expect-continue.js'
 import jsonBody from './plugins/json-body.js'
 import loadShedding from './plugins/load-shedding.js'
-import metricsPlugin, { answerRecorder } from './plugins/metrics.js'
+import metricsPlugin, { answerRecorder, type RecordAnswer } from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import pipelinedRequests from './plugins/pipelined-requests.js'
 import { createRateLimiter } from './plugins/rate-limit.js'
@@ -139,6 +139,11 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
   const countUnread = (status: number) => { metrics.unread.inc({ status: String(status) }) }
   const recordAnswer = answerRecorder(metrics)
   const requestLog = new RequestLog(logsEachRequest(config.LOG_REQUESTS))
+  /** Counts and logs an answer that Fastify's hooks and its log never see: a router's refusal, a stream its client left. */
+  const recordUnseenAnswer: RecordAnswer = (request, reply) => {
+    recordAnswer(request, reply)
+    requestLog.requestCompleted(null, request, reply)
+  }
   const app = Fastify({
     // From a trusted proxy, request.ip is the client's address from X-Forwarded-For; from anyone else, the socket's.
     trustProxy: trustedProxies ?? false,
@@ -156,12 +161,8 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: (error, request, reply) => {
-      // The router's refusals run no hook, and Fastify logs no line for them: both once written, under
-      // `unmatched`. Fastify keeps no start time for them: answered as the path is read, timed as 0.
-      reply.raw.once('finish', () => {
-        recordAnswer(request, reply)
-        requestLog.requestCompleted(null, request, reply)
-      })
+      // Under `unmatched`. Fastify keeps no start time for them: answered as the path is read, timed as 0.
+      reply.raw.once('finish', () => { recordUnseenAnswer(request, reply) })
       sendError(error, request, reply)
     },
     clientErrorHandler: (error, socket) => { answerClientError(error, socket, countUnread) },
@@ -268,7 +269,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
       streams.closeAll()
       done()
     })
-    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl, recordAnswer })
+    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl, recordAnswer: recordUnseenAnswer })
     await v1.register(webhookRoutes, {
       db,
       clock,

@@ -19,7 +19,7 @@ export interface EventRoutesOptions {
   retentionDays: number
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
-  /** Counts and times an answer: a stream its client leaves ends without Fastify's hooks (see metrics). */
+  /** Counts, times and logs an answer: a stream its client leaves ends without Fastify's hooks and its log. */
   recordAnswer: RecordAnswer
 }
 
@@ -144,7 +144,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     const types = request.query.type === undefined ? undefined : new Set(request.query.type)
     reply.header('content-type', 'text/event-stream; charset=utf-8')
     reply.hijack()
-    // Fastify counts the stream (onResponse) once it is ended here; one its client leaves, it never sees.
+    // Fastify counts and logs the stream (onResponse) once it is ended here; one its client leaves, it never sees.
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) recordAnswer(request, reply) })
     reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders)
     reply.raw.write(': connected\n\n')

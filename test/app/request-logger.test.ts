@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { test, type TestContext } from 'node:test'
 import Fastify from 'fastify'
@@ -66,6 +67,22 @@ test('with LOG_REQUESTS on, the requests the router refuses before any route (a 
     assert.deepEqual([line?.url, line?.statusCode], [url, response.statusCode], url)
     assert.equal(typeof line?.reqId, 'string')
   }
+})
+
+test('with LOG_REQUESTS on, an event stream gets its line once it ends, closed by its client or by the service', async (t) => {
+  const { app, lines, headers } = await loggedApp(t, 'info', 'on')
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/events/stream`
+  const streamLines = () => lines.filter(({ msg, url }) => msg === 'request completed' && url === '/v1/events/stream')
+  const left = new AbortController()
+  assert.equal((await fetch(url, { headers, signal: left.signal })).status, 200)
+  assert.equal((await fetch(url, { headers })).status, 200)
+  assert.equal(streamLines().length, 0, 'not while open')
+  left.abort()
+  for (let tries = 0; tries < 250 && streamLines().length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.deepEqual(streamLines().map(({ statusCode }) => statusCode), [200], 'the stream its client closed')
+  await app.close()
+  assert.deepEqual(streamLines().map(({ statusCode }) => statusCode), [200, 200], 'the stream the service ended')
 })
 
 test('at debug, a request\'s two lines carry its one request id', async (t) => {
