@@ -165,7 +165,7 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
 
 function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?', 1)[0] ?? '/'
-  const withoutSlash = path.replace(/\/+$/, '')
+  const withoutSlash = withoutTrailingSlashes(path)
   if (withoutSlash !== path && withoutSlash !== '' && routeMethods(request, withoutSlash).length > 0) {
     return new ApiError(404, 'not_found', 'No resource at this path: the service\'s paths take no trailing slash')
   }
@@ -190,6 +190,13 @@ export function hasTrailingSlash (url: string): boolean {
 }
 
 const SLASH = 0x2f
+
+/** `path` without the slashes that end it. A loop: /\/+$/ backtracks quadratically on a long run of them that does not end the path. */
+function withoutTrailingSlashes (path: string): string {
+  let end = path.length
+  while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--
+  return path.slice(0, end)
+}
 
 /** The router's 400 to a path that is not percent-encoded UTF-8. */
 export function pathNotPercentEncoded (cause?: unknown): ApiError {
