@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { constants, createWriteStream, mkdtempSync, open as openDescriptor, rmSync } from 'node:fs'
-import { open, realpath, stat, type FileHandle } from 'node:fs/promises'
+import { open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { Socket } from 'node:net'
@@ -264,12 +264,17 @@ async function openErrorsFile (path: string, imported: string, storeFiles: strin
   }
 }
 
-/** `path` made absolute, the links on the way to it followed: its folder's, and its own if it exists. */
-async function pathWithLinksFollowed (path: string): Promise<string> {
+/**
+ * `path` made absolute, the links on the way to it followed: its folder's, and its own, to a file that
+ * does not exist yet too (which opening the link for writing creates). At most 40 links, as the kernel.
+ */
+async function pathWithLinksFollowed (path: string, links = 0): Promise<string> {
   const absolute = resolve(path)
   try {
     return await realpath(absolute)
   } catch {
+    const target = links < 40 ? await readlink(absolute).catch(() => undefined) : undefined
+    if (target !== undefined) return await pathWithLinksFollowed(resolve(dirname(absolute), target), links + 1)
     return await realpath(dirname(absolute)).then((folder) => join(folder, basename(absolute)), () => absolute)
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { appendFileSync, createWriteStream, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
+import { appendFileSync, createWriteStream, existsSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -335,6 +335,16 @@ test('--errors naming a file of the SQLite store, or its write-ahead log, is ref
     assert.equal(result.code, 2, result.stderr)
     assert.match(result.stderr, /--errors names a file of the store/)
   }
+  // A link to a file of the store that does not exist yet (its rollback journal), through another
+  // link: written, it left a journal that locked every command out of the store.
+  symlinkSync(`${store}-journal`, join(dir, 'to-journal'))
+  symlinkSync('to-journal', join(dir, 'to-link'))
+  for (const errors of [join(dir, 'to-journal'), join(dir, 'to-link')]) {
+    const result = await runCli(['pets', 'import', pets, '--errors', errors], env)
+    assert.equal(result.code, 2, result.stderr)
+    assert.match(result.stderr, /--errors names a file of the store \(.*petstore\.db-journal\)/)
+  }
+  assert.equal(existsSync(`${store}-journal`), false)
   const opened = new SqliteDatabase(store, { readonly: true })
   t.after(() => opened.close())
   assert.deepEqual(opened.prepare('select name from pets').all(), [{ name: 'Rex' }])
