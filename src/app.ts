@@ -161,7 +161,8 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     routerOptions: { maxParamLength: limits.pathParameterChars },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: (error, request, reply) => {
-      // Under `unmatched`. Fastify keeps no start time for them: answered as the path is read, timed as 0.
+      // A refusal of the router's, counted under `unmatched` once written. Fastify keeps no start time
+      // for it: answered as the path is read, it is timed as 0.
       reply.raw.once('finish', () => { recordUnseenAnswer(request, reply) })
       sendError(error, request, reply)
     },
