@@ -273,9 +273,13 @@ async function pathWithLinksFollowed (path: string, links = 0): Promise<string> 
   try {
     return await realpath(absolute)
   } catch {
+    const folder = await realpath(dirname(absolute)).catch(() => undefined)
+    if (folder === undefined) return absolute
+    // A link's target is read from the folder the link is in, as the kernel finds it: `..` leaves
+    // the real folder, not the one a linked folder on the way seemed to be in.
     const target = links < 40 ? await readlink(absolute).catch(() => undefined) : undefined
-    if (target !== undefined) return await pathWithLinksFollowed(resolve(dirname(absolute), target), links + 1)
-    return await realpath(dirname(absolute)).then((folder) => join(folder, basename(absolute)), () => absolute)
+    if (target !== undefined) return await pathWithLinksFollowed(resolve(folder, target), links + 1)
+    return join(folder, basename(absolute))
   }
 }
 

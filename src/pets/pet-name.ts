@@ -16,7 +16,16 @@ export function isValidPetName (name: string): boolean {
 }
 
 // What trim() removes, and U+0085 (NEL), the one Unicode White_Space character it keeps.
-const WHITESPACE = /[\s\u0085]/
+const WHITESPACE_CLASS = '[\\s\\u0085]'
+const WHITESPACE = new RegExp(WHITESPACE_CLASS)
+
+// The rule in a regular expression, for validators that do not know the format (the schema's
+// `pattern`): whitespace at either end, and between them 1 to 100 code points without U+0000 nor
+// lone surrogate, the first and last not whitespace. Read alike with the u flag or without: without
+// it an emoji is a pair of surrogates, which the second branch of a character takes.
+const CHARACTER = '(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])'
+const VISIBLE = '(?:[^\\s\\u0085\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])'
+export const NAME_PATTERN = `^${WHITESPACE_CLASS}*${VISIBLE}(?:${CHARACTER}{0,${MAX_NAME_LENGTH - 2}}${VISIBLE})?${WHITESPACE_CLASS}*$`
 
 /** `text` without whitespace at both ends. A loop, not a regular expression anchored at the end, which backtracks quadratically. */
 function trimWhitespace (text: string): string {

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { PageCursor, PageLimit } from '../pagination/page-query.js'
 import { Int64 } from '../validation/int64.js'
+import { NAME_PATTERN } from './pet-name.js'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const DEFAULT_PET_STATUS = 'available'
@@ -15,15 +16,6 @@ const CategoryId = Int64({
     'animals had category ids before categories could be created (beta), and clients written then keep working',
   examples: [3]
 })
-
-// The pet-name rule in a regular expression, for validators that do not know the format: whitespace
-// (\s, and U+0085, which it leaves out) at either end, and between them 1 to 100 code points without
-// U+0000 nor lone surrogate, the first and last not whitespace. Read alike with the u flag or without:
-// without it an emoji is a pair of surrogates, which the second branch of a character takes.
-const WHITESPACE = '[\\s\\u0085]'
-const CHARACTER = '(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])'
-const VISIBLE = '(?:[^\\s\\u0085\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])'
-export const NAME_PATTERN = `^${WHITESPACE}*${VISIBLE}(?:${CHARACTER}{0,98}${VISIBLE})?${WHITESPACE}*$`
 
 /**
  * A name as sent (of an animal, of a category): 1 to 100 characters (code points) once whitespace at

@@ -37,10 +37,11 @@ forEachStore((store) => {
     // Under the 16 KiB a request head may take. Trimming the slashes with /\/+$/ took time quadratic
     // in their run, a run that does not end the path most of all: 131 ms at 16,000 on a fast box.
     const paths = [`/x${'/'.repeat(16_300)}x`, `/x${'/'.repeat(16_300)}`, `/v1/pets${'/'.repeat(16_300)}x`, `/v1/pets${'/'.repeat(16_300)}`]
+    // Three times over: some 2 s before, at least 0.6 s on a box three times faster; 10 to 50 ms since.
     const started = performance.now()
-    for (const url of paths) assert.equal((await testApp.app.inject({ url, headers: testApp.auth })).statusCode, 404)
+    for (const url of [...paths, ...paths, ...paths]) assert.equal((await testApp.app.inject({ url, headers: testApp.auth })).statusCode, 404)
     const ms = performance.now() - started
-    assert.ok(ms < 100, `${ms} ms for ${paths.length} requests`)
+    assert.ok(ms < 500, `${ms} ms for ${3 * paths.length} requests`)
   })
 
   test('a path with a trailing slash carries none of the notices of the route that would take it: no operation is reached', async (t) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { appendFileSync, createWriteStream, existsSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
+import { appendFileSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -339,7 +339,11 @@ test('--errors naming a file of the SQLite store, or its write-ahead log, is ref
   // link: written, it left a journal that locked every command out of the store.
   symlinkSync(`${store}-journal`, join(dir, 'to-journal'))
   symlinkSync('to-journal', join(dir, 'to-link'))
-  for (const errors of [join(dir, 'to-journal'), join(dir, 'to-link')]) {
+  // Through a linked folder, with `..`: read from the folder the link is really in.
+  mkdirSync(join(dir, 'real', 'deep'), { recursive: true })
+  symlinkSync(join(dir, 'real', 'deep'), join(dir, 'sub'))
+  symlinkSync('../../petstore.db-journal', join(dir, 'real', 'deep', 'up'))
+  for (const errors of [join(dir, 'to-journal'), join(dir, 'to-link'), join(dir, 'sub', 'up')]) {
     const result = await runCli(['pets', 'import', pets, '--errors', errors], env)
     assert.equal(result.code, 2, result.stderr)
     assert.match(result.stderr, /--errors names a file of the store \(.*petstore\.db-journal\)/)
