@@ -7,6 +7,7 @@ import { HEAD_TOO_LARGE_MESSAGE, requestTimeoutMessage } from '../openapi/unread
 import { OutageLog } from '../outage-log.js'
 import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
+import { trimEnd } from '../trim-end.js'
 import { emptyBody, unsupportedMediaType } from './json-body.js'
 import { holdRequestsAfter } from './pipelined-requests.js'
 import { announcesBody, BODILESS_METHODS } from './request-head.js'
@@ -165,7 +166,7 @@ export async function answerNotFound (request: FastifyRequest, _reply: FastifyRe
 
 function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?', 1)[0] ?? '/'
-  const withoutSlash = withoutTrailingSlashes(path)
+  const withoutSlash = trimEnd(path, '/')
   if (withoutSlash !== path && withoutSlash !== '' && routeMethods(request, withoutSlash).length > 0) {
     return new ApiError(404, 'not_found', 'No resource at this path: the service\'s paths take no trailing slash')
   }
@@ -190,13 +191,6 @@ export function hasTrailingSlash (url: string): boolean {
 }
 
 const SLASH = 0x2f
-
-/** `path` without the slashes that end it. A loop: /\/+$/ backtracks quadratically on a long run of them that does not end the path. */
-function withoutTrailingSlashes (path: string): string {
-  let end = path.length
-  while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--
-  return path.slice(0, end)
-}
 
 /** The router's 400 to a path that is not percent-encoded UTF-8. */
 export function pathNotPercentEncoded (cause?: unknown): ApiError {

@@ -5,6 +5,7 @@ import { connect as netConnect, isIP, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { connect as tlsConnect } from 'node:tls'
 import { ipLiteralOf, isPublicAddress } from './public-address.js'
+import { trimEnd } from '../trim-end.js'
 
 /** How the service reaches receivers; tests replace parts of it to stay on this machine. */
 export interface WebhookNetwork {
@@ -64,7 +65,7 @@ export async function checkedAddresses (network: WebhookNetwork, hostname: strin
 
 /** `localhost` and the names under it, with or without dots after them: loopback names by RFC 6761 (section 6.3). */
 function namesLoopback (hostname: string): boolean {
-  const name = hostname.replace(/\.+$/, '')
+  const name = trimEnd(hostname, '.')
   return name === 'localhost' || name.endsWith('.localhost')
 }
 
