@@ -8,7 +8,7 @@ import { apiSerializerCompiler } from './api-serializer.js'
 import { apiValidatorCompiler } from './api-validator.js'
 import type { Config } from './config.js'
 import { findSetting } from './db/settings.repository.js'
-import { scheduleDeletion } from './background-deletion.js'
+import { scheduleDeletion, type DeletedCount } from './background-deletion.js'
 import { categoryRoutes } from './categories/category.routes.js'
 import { EventStreams } from './events/event-streams.js'
 import { eventRoutes } from './events/event.routes.js'
@@ -203,11 +203,12 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     await verifier.close().catch((err: unknown) => { app.log.warn({ err }, 'the API keys\' last-used times of the last seconds could not be written: they are lost') })
   })
   for (const [kind, what, deletion] of [
-    ['idempotency_keys', 'expired idempotency keys', () => purgeExpiredKeys(db, clock)],
-    ['events', 'expired events', async () => await pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS, await findOldestOwedPosition(db))],
-    ['webhook_deliveries', 'expired webhook deliveries', () => pruneExpiredDeliveries(db, clock, config.EVENT_RETENTION_DAYS)]
+    ['idempotency_keys', 'expired idempotency keys', (counted: DeletedCount) => purgeExpiredKeys(db, clock, counted)],
+    ['events', 'expired events', async (counted: DeletedCount) => await pruneExpiredEvents(db, clock, config.EVENT_RETENTION_DAYS, await findOldestOwedPosition(db), counted)],
+    ['webhook_deliveries', 'expired webhook deliveries', (counted: DeletedCount) => pruneExpiredDeliveries(db, clock, config.EVENT_RETENTION_DAYS, counted)]
   ] as const) {
-    const counted = async () => { metrics.expiredRowsDeleted.inc({ kind }, await deletion()) }
+    // Counted batch by batch: a run that fails part way (an outage) has deleted its first batches.
+    const counted = () => deletion((count) => { metrics.expiredRowsDeleted.inc({ kind }, count) })
     const scheduled = scheduleDeletion(counted, limits.expiredRowsDeletionMs, (err) => app.log.warn({ err }, `deleting ${what} failed; it is tried again`))
     app.addHook('onClose', async () => { await scheduled.stop() })
   }
