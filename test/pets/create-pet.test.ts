@@ -155,6 +155,8 @@ forEachStore((store) => {
       ['{"name":"Rex",\n "categoryId": }', 'invalid_json', 'Request body is not valid JSON: unexpected "}" where a value was expected at line 2, column 16'],
       ['{"name":"Rex" "categoryId":1}', 'invalid_json', 'Request body is not valid JSON: unexpected "\\"" where a "," or a closing bracket was expected at line 1, column 15'],
       ['{"name":"Rex",', 'invalid_json', 'Request body is not valid JSON: the text ends before the JSON value is complete at line 1, column 15'],
+      // Columns count UTF-16 code units, as the README says: the emoji counts two.
+      ['{"name":"🐶" x}', 'invalid_json', 'Request body is not valid JSON: unexpected "x" at line 1, column 14'],
       // Quoted as \u escapes, as input is wherever a message quotes it: raw, a bidi override (U+202E), a C1
       // control (U+009B, which starts a terminal's escape sequences), DEL or a line separator changes
       // how a terminal shows the rest of the line that prints the message.
