@@ -96,6 +96,8 @@ export const LIMITS = {
   eventKeyCheckMs: 1000,
   /** Event streams: bytes waiting for a slow reader before its stream is reset. */
   eventStreamBufferBytes: 256 * 1024,
+  /** Event streams: ids of the log one read of a stream's catch-up walks (see EventStreamLimits). */
+  eventCatchUpIds: 10_000,
   /** Webhooks: how often the store is asked for subscriptions with events due. */
   webhookPollMs: 200,
   /** Webhooks: deliveries in flight at once per instance (one at most per subscription). */
@@ -261,6 +263,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
       heartbeatMs: limits.eventHeartbeatMs,
       keyCheckMs: limits.eventKeyCheckMs,
       maxBufferedBytes: limits.eventStreamBufferBytes,
+      catchUpIds: limits.eventCatchUpIds,
       maxPerKey: config.MAX_STREAMS_PER_KEY
     }, (err) => {
       // Failed at every poll while the store is down, and again at each of its returns in an outage that comes and goes.

@@ -15,6 +15,11 @@ export interface EventStreamLimits {
   maxBufferedBytes: number
   /** Open streams an API key may hold on one instance. */
   maxPerKey: number
+  /**
+   * The most ids of the log one read of a stream's catch-up walks. Between reads the loop serves
+   * others: a type rare in a long log is read in steps, and a client that leaves stops them.
+   */
+  catchUpIds: number
 }
 
 interface Stream {
@@ -23,6 +28,8 @@ interface Stream {
   /** The key as presented, checked again every keyCheckMs. */
   token: string
   types: ReadonlySet<EventType> | undefined
+  /** The same types, as the store is asked for them. */
+  typeList: readonly EventType[] | undefined
   /** The id of the last event of the log this stream has passed (sent, or skipped by its type filter). */
   position: bigint
   /** Served by the poller, once caught up with it. */
@@ -95,7 +102,7 @@ export class EventStreams {
       response.end()
       return
     }
-    const stream: Stream = { response, apiKeyId, token, types, position: after, live: false }
+    const stream: Stream = { response, apiKeyId, token, types, typeList: types === undefined ? undefined : [...types], position: after, live: false }
     this.#streams.add(stream)
     response.on('close', () => { this.#remove(stream) })
     if (this.#timers.length === 0) this.#start()
@@ -111,13 +118,19 @@ export class EventStreams {
     for (const { response } of this.#streams) response.end()
   }
 
-  /** Reads the log from the stream's position until it has reached what the poller hands out. */
+  /**
+   * Reads the log from the stream's position until it has reached what the poller hands out: the
+   * stream's types alone, and at most `catchUpIds` ids a read, with a turn of the loop between reads.
+   * (Read whole and filtered here, a type absent from a million events held an instance on SQLite,
+   * whose reads are synchronous, for 1.3 s, and went on after its client left.)
+   */
   async #catchUp (stream: Stream): Promise<void> {
     await this.#readHead()
     for (;;) {
       const head = this.#head!
       const from = stream.position
-      const { events, more } = await findEvents(this.db, { afterId: from, types: undefined, limit: CATCH_UP_PAGE })
+      const through = from + BigInt(this.limits.catchUpIds) < head ? from + BigInt(this.limits.catchUpIds) : head
+      const { events, more } = await findEvents(this.db, { afterId: from, throughId: through, types: stream.typeList, limit: CATCH_UP_PAGE })
       // Read after the page, as the feed does: events deleted for their age would leave a gap in it.
       const prunedThrough = await findPrunedThrough(this.db)
       if (!isOpen(stream.response)) return
@@ -126,15 +139,17 @@ export class EventStreams {
         return
       }
       this.#send(stream, events)
-      // All of the log up to `head` was visible to that read (ids become visible in order).
-      if (!more && stream.position < head) stream.position = head
+      // All of the log up to `through`, which is not past `head`, was visible to that read (ids become visible in order).
+      if (!more && stream.position < through) stream.position = through
       // Compared with the poller's head as it is now, with no await in between: it hands out what follows.
       if (!more && stream.position >= this.#head!) {
         stream.live = true
         return
       }
-      // Reads are microtasks on SQLite: without this wait, a long backlog would all be buffered at once.
+      // Reads are microtasks on SQLite: without these waits, a long backlog would all be buffered at
+      // once, or a long walk hold the loop.
       if (stream.response.writableNeedDrain) await drainedOrClosed(stream.response)
+      else await new Promise((resolve) => { setImmediate(resolve) })
     }
   }
 

@@ -11,9 +11,18 @@ export interface StoredEvent {
   json: string
 }
 
-/** Events after `afterId`, of the given types (all without), in ascending id order, and whether more follow. */
-export async function findEvents (db: Db, { afterId, types, limit }: { afterId: bigint, types: readonly EventType[] | undefined, limit: number }): Promise<{ events: StoredEvent[], more: boolean }> {
+/** Which events to read: those after `afterId` (up to `throughId`, when given), of the given types (all without), `limit` at most. */
+export interface EventRange {
+  afterId: bigint
+  throughId?: bigint
+  types: readonly EventType[] | undefined
+  limit: number
+}
+
+/** Events in the range, in ascending id order, and whether more of it follow. */
+export async function findEvents (db: Db, { afterId, throughId, types, limit }: EventRange): Promise<{ events: StoredEvent[], more: boolean }> {
   let query = db.selectFrom('events').select(['id', 'type', 'occurred_at', 'data']).where('id', '>', afterId).orderBy('id').limit(limit + 1)
+  if (throughId !== undefined) query = query.where('id', '<=', throughId)
   if (types !== undefined) query = query.where('type', 'in', types)
   const rows = await query.execute()
   const more = rows.length > limit

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { get, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, get, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
+import { ApiKeyVerifier } from '../../src/api-keys/api-key.verifier.js'
 import { buildApp, EVENT_STREAM_OUTAGE } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { systemClock } from '../../src/clock.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
+import { EventStreams } from '../../src/events/event-streams.js'
 import { createLogger } from '../../src/logger.js'
 import { createCuttableProxy } from '../cuttable-proxy.js'
 import { build, checkAnswers, createKey, createPet, defer, errorOf, exchange, forEachStore, openTestStore, TEST_LIMITS, TEST_STORES, type TestApp } from '../helper.js'
@@ -154,6 +157,76 @@ forEachStore((store) => {
     await categories.waitFor((messages) => eventsOf(messages).length === 1, 'the category')
     assert.deepEqual(eventsOf(everything.messages).map((message) => message.event), ['pet.created', 'category.created'])
     assert.equal(eventsOf(categories.messages)[0]!.event, 'category.created')
+  })
+
+  test('a stream of a type rare in a long log catches up through it in steps, with each event of its type once, in order, then goes live', async (t) => {
+    const testApp = await build(t, { store, limits: { eventCatchUpIds: 50 } })
+    const category = async (name: string) => {
+      const created = await testApp.app.inject({ method: 'POST', url: '/v1/categories', headers: testApp.auth, payload: { name } })
+      assert.equal(created.statusCode, 201)
+    }
+    const pets = (count: number) => Array.from({ length: count }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const }))
+    // Categories at the log's start, in its middle, in the last step before its end, and past it.
+    await category('First')
+    await testApp.store.pets.insertMany(pets(500))
+    await category('Middle')
+    await testApp.store.pets.insertMany(pets(530))
+    await category('Last')
+    await testApp.store.pets.insertMany(pets(3))
+    const stream = await openStream(testApp.app, testApp.auth, '?after=0&type=category.created')
+    defer(t, stream.close)
+    await stream.waitFor((messages) => eventsOf(messages).length === 3, 'the three categories of the log')
+    await category('Live')
+    await stream.waitFor((messages) => eventsOf(messages).length === 4, 'the category created once the stream is live')
+    assert.deepEqual(eventsOf(stream.messages).map(({ data }) => JSON.parse(data!).data.name), ['First', 'Middle', 'Last', 'Live'])
+    const ids = idsOf(stream.messages)
+    assert.deepEqual(ids, [...ids].sort((a, b) => a - b))
+  })
+
+  test('a stream\'s catch-up asks the store for its types alone, lets the loop turn between its reads, and stops when its client leaves', async (t) => {
+    const testApp = await build(t, { store })
+    await testApp.store.pets.insertMany(Array.from({ length: 2000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
+    // Turns of the loop, counted by a chain of setImmediate; each read of the log notes the turn it came in.
+    let turns = 0
+    let counting = true
+    const turn = () => { turns++; if (counting) setImmediate(turn) }
+    turn()
+    defer(t, () => { counting = false })
+    const reads: Array<{ turn: number, typed: boolean }> = []
+    const textOf = (part: unknown) => JSON.stringify(part, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
+    const db = testApp.db.withPlugin({
+      transformQuery: ({ node }) => {
+        if (node.kind === 'SelectQueryNode' && textOf(node.from).includes('"events"') && node.limit !== undefined && node.where !== undefined) {
+          reads.push({ turn: turns, typed: textOf(node.where).includes('"type"') })
+        }
+        return node
+      },
+      transformResult: async ({ result }) => result
+    })
+    const streams = new EventStreams(db, new ApiKeyVerifier(testApp.db, systemClock), {
+      pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 1, catchUpIds: 10
+    }, (error) => { assert.fail(String(error)) })
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
+      assert.ok(streams.reserve(1n))
+      streams.open(response, { apiKeyId: 1n, token: 'unused', types: new Set(['order.placed']), after: 0n })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    defer(t, () => new Promise((resolve) => { streams.closeAll(); server.close(resolve) }))
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      get(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, resolve).on('error', reject)
+    })
+    while (reads.length < 3) await new Promise((resolve) => { setImmediate(resolve) })
+    response.destroy()
+    // The client is gone: wait for the reads to stop.
+    let count = -1
+    while (count !== reads.length) {
+      count = reads.length
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+        assert.ok(reads.every(({ typed }) => typed), 'each read asks for the stream\'s types')
+    assert.ok(reads.every(({ turn }, i) => i === 0 || turn > reads[i - 1]!.turn), `a turn between reads: ${JSON.stringify(reads.slice(0, 10))}`)
+    assert.ok(reads.length < 150, `the 200 steps of the log were not all read once the client had left: ${reads.length} reads`)
   })
 
   test('a change made on one instance reaches the stream of another within a second', async (t) => {
