@@ -14,7 +14,6 @@ import * as createEvents from './migrations/007-create-events.js'
 import * as createWebhooks from './migrations/008-create-webhooks.js'
 import * as notifyPetChanges from './migrations/009-notify-pet-changes.js'
 import * as keyLongCategoryNamesByDigest from './migrations/010-key-long-category-names-by-digest.js'
-import * as indexPetsByCategoryAndStatus from './migrations/011-index-pets-by-category-and-status.js'
 
 // Listed by hand rather than read from a folder, so the same list works from src/ (tsx) and dist/.
 export const MIGRATIONS: Record<string, Migration> = {
@@ -27,8 +26,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '007-create-events': createEvents,
   '008-create-webhooks': createWebhooks,
   '009-notify-pet-changes': notifyPetChanges,
-  '010-key-long-category-names-by-digest': keyLongCategoryNamesByDigest,
-  '011-index-pets-by-category-and-status': indexPetsByCategoryAndStatus
+  '010-key-long-category-names-by-digest': keyLongCategoryNamesByDigest
 }
 
 /** What migrateToLatest did. */

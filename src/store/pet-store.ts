@@ -61,7 +61,7 @@ export type PetCreated =
  * only this.
  */
 export interface PetStore {
-  /** Pets in ascending id order after a keyset position; an index for each filter, and one for both, keeps this flat as the store grows. */
+  /** Pets in ascending id order after a keyset position; the (status, id) and (category_id, id) indexes keep this flat as the store grows. */
   findPage: (filter: PetFilter) => Promise<PetPage>
   /** One pet as JSON text, or undefined when there is none with this id. */
   findById: (id: bigint) => Promise<string | undefined>

