@@ -150,7 +150,12 @@ async function prepareStore (store: Store, config: Config, logger: Logger): Prom
   if (applied.length > 0) logger.info({ migrations: applied }, `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the store`)
   if (newer.length > 0) logger.warn({ migrations: newer }, newerMigrationsMessage(newer))
   if (process.stdout.isTTY !== true) {
-    if (await countApiKeys(store.db) === 0) {
+    if (config.DATABASE_URL === 'sqlite::memory:') {
+      // No command reaches this process's own store (they refuse it): the advice below would lead nowhere.
+      logger.warn('this store has no API key, and none can be made for it: sqlite::memory: is this process\'s own, and its first key ' +
+        'is made only where the output is a terminal, which this is not: every /v1 request will be refused; run the service in a terminal, ' +
+        'or use a store commands can reach (sqlite:PATH) and make a key with keys create')
+    } else if (await countApiKeys(store.db) === 0) {
       // The command's whole path, which works from any folder: a service (systemd's) seldom runs where its operator is.
       logger.warn(`this store has no API key: make one with \`${resolve(process.argv[1] ?? 'petstore')} keys create --name NAME\`, run with this service's settings (its DATABASE_URL) ` +
         '(none is made here, as it would be on a terminal: this output is not one, and a log would keep the key)')

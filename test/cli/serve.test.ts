@@ -577,3 +577,12 @@ if (process.env.TEST_REDIS_URL !== undefined) {
     assert.deepEqual(readdirSync(temp).filter((name) => name.startsWith('petstore-memory-')), [])
   })
 }
+
+test('sqlite::memory: started where the output is not a terminal logs that no key can be made for it, not the advice of a command that refuses that store', async (t) => {
+  const logged = await startServer(t, { DATABASE_URL: 'sqlite::memory:', LOG_FORMAT: 'json' })
+  const hint = logged.output().split('\n').find((line) => line.includes('no API key'))
+  assert.ok(hint, logged.output())
+  assert.match(JSON.parse(hint).msg, /^this store has no API key, and none can be made for it: sqlite::memory: is this process's own.*run the service in a terminal/)
+  assert.doesNotMatch(hint, /make one with/)
+  assert.equal(await logged.stop('SIGTERM'), 0)
+})
