@@ -96,8 +96,8 @@ export const LIMITS = {
   eventKeyCheckMs: 1000,
   /** Event streams: bytes waiting for a slow reader before its stream is reset. */
   eventStreamBufferBytes: 256 * 1024,
-  /** Event streams: ids of the log one read of a stream's catch-up walks (see EventStreamLimits). */
-  eventCatchUpIds: 10_000,
+  /** Events: ids of the log one read walks at most, for a page of the feed or a stream's catch-up, the loop turning between reads. */
+  eventReadStepIds: 10_000,
   /** Webhooks: how often the store is asked for subscriptions with events due. */
   webhookPollMs: 200,
   /** Webhooks: deliveries in flight at once per instance (one at most per subscription). */
@@ -263,7 +263,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
       heartbeatMs: limits.eventHeartbeatMs,
       keyCheckMs: limits.eventKeyCheckMs,
       maxBufferedBytes: limits.eventStreamBufferBytes,
-      catchUpIds: limits.eventCatchUpIds,
+      readStepIds: limits.eventReadStepIds,
       maxPerKey: config.MAX_STREAMS_PER_KEY
     }, (err) => {
       // Failed at every poll while the store is down, and again at each of its returns in an outage that comes and goes.
@@ -274,7 +274,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
       streams.closeAll()
       done()
     })
-    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, apiUrl, recordAnswer: recordUnseenAnswer })
+    await v1.register(eventRoutes, { db, streams, retentionDays: config.EVENT_RETENTION_DAYS, readStepIds: limits.eventReadStepIds, apiUrl, recordAnswer: recordUnseenAnswer })
     await v1.register(webhookRoutes, {
       db,
       clock,

@@ -19,7 +19,7 @@ export interface EventStreamLimits {
    * The most ids of the log one read of a stream's catch-up walks. Between reads the loop serves
    * others: a type rare in a long log is read in steps, and a client that leaves stops them.
    */
-  catchUpIds: number
+  readStepIds: number
 }
 
 interface Stream {
@@ -120,7 +120,7 @@ export class EventStreams {
 
   /**
    * Reads the log from the stream's position until it has reached what the poller hands out: the
-   * stream's types alone, and at most `catchUpIds` ids a read, with a turn of the loop between reads.
+   * stream's types alone, and at most `readStepIds` ids a read, with a turn of the loop between reads.
    * (Read whole and filtered here, a type absent from a million events held an instance on SQLite,
    * whose reads are synchronous, for 1.3 s, and went on after its client left.)
    */
@@ -129,7 +129,7 @@ export class EventStreams {
     for (;;) {
       const head = this.#head!
       const from = stream.position
-      const through = from + BigInt(this.limits.catchUpIds) < head ? from + BigInt(this.limits.catchUpIds) : head
+      const through = from + BigInt(this.limits.readStepIds) < head ? from + BigInt(this.limits.readStepIds) : head
       const { events, more } = await findEvents(this.db, { afterId: from, throughId: through, types: stream.typeList, limit: CATCH_UP_PAGE })
       // Read after the page, as the feed does: events deleted for their age would leave a gap in it.
       const prunedThrough = await findPrunedThrough(this.db)

@@ -34,6 +34,26 @@ export async function findEvents (db: Db, { afterId, throughId, types, limit }: 
   return { events, more }
 }
 
+/**
+ * The same page as findEvents (to the end of the log), read `stepIds` ids of the log at most a
+ * query, with a turn of the event loop between queries. A type rare in a long log is read in steps,
+ * other requests served between them: read at once, a type absent from a million events held an
+ * instance on SQLite, whose reads are synchronous, for 0.06 to 0.36 s a page.
+ */
+export async function findEventsInSteps (db: Db, { afterId, types, limit }: Omit<EventRange, 'throughId'>, stepIds: number): Promise<{ events: StoredEvent[], more: boolean }> {
+  const last = await findLastEventId(db)
+  const events: StoredEvent[] = []
+  for (let from = afterId; ; from += BigInt(stepIds)) {
+    // The last step reads to the end of the log, as it is then: what was committed meanwhile included.
+    const final = from + BigInt(stepIds) >= last
+    // Once the page is full, a read of limit 0 looks for one more event: whether a next page follows.
+    const page = await findEvents(db, { afterId: from, throughId: final ? undefined : from + BigInt(stepIds), types, limit: limit - events.length })
+    events.push(...page.events)
+    if (page.more || final) return { events, more: page.more }
+    await new Promise((resolve) => { setImmediate(resolve) })
+  }
+}
+
 /** The event with this id, if it is still kept. */
 export async function findEvent (db: Db, id: bigint): Promise<StoredEvent | undefined> {
   const { events: [event] } = await findEvents(db, { afterId: id - 1n, types: undefined, limit: 1 })

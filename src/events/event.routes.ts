@@ -9,7 +9,7 @@ import { responseHeaders } from '../openapi/response-headers.js'
 import { bearerToken } from '../plugins/auth.js'
 import type { RecordAnswer } from '../plugins/metrics.js'
 import { sendJson } from '../send-json.js'
-import { findEvents, findLastEventId, findOldestEventId, findPrunedThrough } from './event.repository.js'
+import { findEventsInSteps, findLastEventId, findOldestEventId, findPrunedThrough } from './event.repository.js'
 import type { EventStreams } from './event-streams.js'
 import { DEFAULT_EVENTS_PER_PAGE, EventList, ListEventsQuery, StreamEventsHeaders, StreamEventsQuery, type EventType } from './event.schemas.js'
 
@@ -17,6 +17,8 @@ export interface EventRoutesOptions {
   db: Db
   streams: EventStreams
   retentionDays: number
+  /** Ids of the log one read of a page walks at most (see findEventsInSteps). */
+  readStepIds: number
   /** Turns a path under /v1 into the URL clients should follow. */
   apiUrl: (path: string) => string
   /** Counts, times and logs an answer: a stream its client leaves ends without Fastify's hooks and its log. */
@@ -58,7 +60,7 @@ const oneLastEventId: preValidationHookHandler = (request, _reply, done) => {
 }
 
 /** The event log (beta), as a feed read page by page and as a live stream. */
-export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, apiUrl, recordAnswer }) => {
+export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, readStepIds, apiUrl, recordAnswer }) => {
   /** Throws 410 events_expired when events after `after` were deleted for their age. */
   const requireKept = async (after: bigint | undefined): Promise<void> => {
     const prunedThrough = await findPrunedThrough(db)
@@ -96,7 +98,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     preValidation: typesAsList
   }, async (request, reply) => {
     const { after, type: types, limit = DEFAULT_EVENTS_PER_PAGE } = request.query
-    const { events, more } = await findEvents(db, { afterId: after ?? 0n, types, limit })
+    const { events, more } = await findEventsInSteps(db, { afterId: after ?? 0n, types, limit }, readStepIds)
     // Checked after the page is read: a deletion that could have taken events from it is seen by then.
     await requireKept(after)
     // A page with events shows `after` was written; only an empty one needs a look.

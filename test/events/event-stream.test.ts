@@ -160,7 +160,7 @@ forEachStore((store) => {
   })
 
   test('a stream of a type rare in a long log catches up through it in steps, with each event of its type once, in order, then goes live', async (t) => {
-    const testApp = await build(t, { store, limits: { eventCatchUpIds: 50 } })
+    const testApp = await build(t, { store, limits: { eventReadStepIds: 50 } })
     const category = async (name: string) => {
       const created = await testApp.app.inject({ method: 'POST', url: '/v1/categories', headers: testApp.auth, payload: { name } })
       assert.equal(created.statusCode, 201)
@@ -204,7 +204,7 @@ forEachStore((store) => {
       transformResult: async ({ result }) => result
     })
     const streams = new EventStreams(db, new ApiKeyVerifier(testApp.db, systemClock), {
-      pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 1, catchUpIds: 10
+      pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 1, readStepIds: 10
     }, (error) => { assert.fail(String(error)) })
     const server = createServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
+import { findEventsInSteps } from '../../src/events/event.repository.js'
 import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
 import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, manualClock, nextLink, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
 
@@ -99,6 +100,58 @@ forEachStore((store) => {
       assert.equal(bad.statusCode, 400, query)
       assert.equal(errorOf(bad).code, 'validation_failed', query)
     }
+  })
+
+  test('a type rare in a long log is read in steps: its pages hold the same events, with Link: rel="next" exactly while more follow', async (t) => {
+    const testApp = await build(t, { store, limits: { eventReadStepIds: 50 } })
+    const pets = (count: number) => Array.from({ length: count }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const }))
+    // Categories at the log's start, in its middle, and in the last step before its end; a step's worth of other events after them.
+    const names = ['First', 'Middle', 'Last']
+    for (const [i, name] of names.entries()) {
+      await post(testApp, '/v1/categories', { name })
+      await testApp.store.pets.insertMany(pets([520, 499, 60][i]!))
+    }
+    const byOne: string[] = []
+    let url: string | undefined = '/v1/events?type=category.created&limit=1'
+    while (url !== undefined) {
+      const page: LightMyRequestResponse = await testApp.app.inject({ url, headers: testApp.auth })
+      byOne.push(...page.json().map((event: ListedEvent) => event.data.name))
+      url = nextLink(page.headers.link)
+    }
+    assert.deepEqual(byOne, names, 'one a page, and no page past the last')
+    assert.deepEqual((await allEvents(testApp, '&type=category.created')).map((event) => event.data.name), names)
+    const all = await allEvents(testApp)
+    assert.equal(all.length, 3 + 520 + 499 + 60)
+    assert.deepEqual(all.map((event) => event.id), [...all.map((event) => event.id)].sort((a, b) => a - b))
+    const twoAfterFirst = await testApp.app.inject({ url: `/v1/events?type=category.created&limit=2&after=${all[0]!.id}`, headers: testApp.auth })
+    assert.deepEqual(twoAfterFirst.json().map((event: ListedEvent) => event.data.name), ['Middle', 'Last'])
+    assert.equal(nextLink(twoAfterFirst.headers.link), undefined)
+  })
+
+  test('a page read in steps lets the event loop turn between its reads, each bounded but the last', async (t) => {
+    const testApp = await build(t, { store })
+    await testApp.store.pets.insertMany(Array.from({ length: 1000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
+    let turns = 0
+    let counting = true
+    const turn = () => { turns++; if (counting) setImmediate(turn) }
+    turn()
+    defer(t, () => { counting = false })
+    const reads: Array<{ turn: number, bounded: boolean }> = []
+    const textOf = (part: unknown) => JSON.stringify(part, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
+    const db = testApp.db.withPlugin({
+      transformQuery: ({ node }) => {
+        if (node.kind === 'SelectQueryNode' && textOf(node.from).includes('"events"') && node.where !== undefined) {
+          reads.push({ turn: turns, bounded: textOf(node.where).includes('"<="') })
+        }
+        return node
+      },
+      transformResult: async ({ result }) => result
+    })
+    const { events, more } = await findEventsInSteps(db, { afterId: 0n, types: ['order.placed'], limit: 10 }, 100)
+    assert.deepEqual([events, more], [[], false])
+    assert.equal(reads.length, 10, JSON.stringify(reads))
+    assert.deepEqual(reads.map(({ bounded }) => bounded), [...Array(9).fill(true), false])
+    assert.ok(reads.every(({ turn }, i) => i === 0 || turn > reads[i - 1]!.turn), `a turn between reads: ${JSON.stringify(reads)}`)
   })
 
   test('events older than EVENT_RETENTION_DAYS are pruned; reading after a pruned id is 410 events_expired naming the oldest kept', async (t) => {
