@@ -12,7 +12,7 @@ import { generateApiKey } from '../src/api-keys/api-key.service.js'
 import type { ApiKeyVerifierOptions } from '../src/api-keys/api-key.verifier.js'
 import { buildApp, type Limits } from '../src/app.js'
 import { createClient, type NewPet, type Pet, type PetStoreClient } from '../src/client/index.js'
-import type { Clock } from '../src/clock.js'
+import { systemClock, type Clock } from '../src/clock.js'
 import { loadConfig, type Config } from '../src/config.js'
 import type { Db } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -113,7 +113,7 @@ export async function createTestStore (t: TestContext, kind: TestStore = SQLITE,
 }
 
 /** A new key in the store, with every scope and no expiry unless told; its id and its text. */
-export async function createKey (db: Db, name = 'test', options: Pick<NewApiKey, 'scopes' | 'expiresAt'> = {}, clock?: Clock): Promise<{ id: bigint, key: string }> {
+export async function createKey (db: Db, name = 'test', options: Pick<NewApiKey, 'scopes' | 'expiresAt'> = {}, clock: Clock = systemClock): Promise<{ id: bigint, key: string }> {
   const { key, hash, hint } = generateApiKey()
   return { id: await insertApiKey(db, { name, hash, hint, ...options }, clock), key }
 }

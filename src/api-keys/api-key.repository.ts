@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { isoNow, systemClock, type Clock } from '../clock.js'
+import { isoNow, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import type { ApiKeyRow } from './api-key.table.js'
 
@@ -16,7 +16,7 @@ export interface NewApiKey {
   rotatedFrom?: bigint
 }
 
-export async function insertApiKey (db: Db, key: NewApiKey, clock: Clock = systemClock): Promise<bigint> {
+export async function insertApiKey (db: Db, key: NewApiKey, clock: Clock): Promise<bigint> {
   const row = await db.insertInto('api_keys')
     .values({
       name: key.name,
@@ -50,7 +50,7 @@ export async function findApiKeyByHash (db: Db, hash: string): Promise<Pick<ApiK
 /** What revoking a key did: revoking it twice is not an error. */
 export type Revocation = 'revoked' | 'revoked already' | 'no such key'
 
-export async function revokeApiKey (db: Db, id: bigint, clock: Clock = systemClock): Promise<Revocation> {
+export async function revokeApiKey (db: Db, id: bigint, clock: Clock): Promise<Revocation> {
   const result = await db.updateTable('api_keys')
     .set({ revoked_at: isoNow(clock) })
     .where('id', '=', id)
@@ -73,7 +73,7 @@ export interface ReplacementKey extends Pick<NewApiKey, 'hash' | 'hint'> {
  * replacement is seen; a key that passes was never rotated, so the expiry read before the statement
  * is the one it was made with. Resolves the new key's id and expiry, and when the old one stops working.
  */
-export async function rotateApiKey (db: Db, id: bigint, replacement: ReplacementKey, overlapMs: number, clock: Clock = systemClock): Promise<{ id: bigint, expiresAt: Date | undefined, oldKeyExpiresAt: string }> {
+export async function rotateApiKey (db: Db, id: bigint, replacement: ReplacementKey, overlapMs: number, clock: Clock): Promise<{ id: bigint, expiresAt: Date | undefined, oldKeyExpiresAt: string }> {
   return await db.transaction().execute(async (trx) => {
     const now = isoNow(clock)
     const endOfOverlap = new Date(clock.now() + overlapMs).toISOString()

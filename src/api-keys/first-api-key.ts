@@ -1,4 +1,4 @@
-import { isoNow, systemClock, type Clock } from '../clock.js'
+import { isoNow, type Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
 import { countApiKeys, insertApiKey } from './api-key.repository.js'
 import { generateApiKey } from './api-key.service.js'
@@ -8,7 +8,7 @@ import { generateApiKey } from './api-key.service.js'
  * returns its text, or undefined when the store already has (or had) keys. Of several instances
  * starting together on an empty store, only the one that claims the `first_key_created` row makes it.
  */
-export async function createFirstApiKey (db: Db, { expiresAt, clock = systemClock }: { expiresAt?: Date, clock?: Clock } = {}): Promise<string | undefined> {
+export async function createFirstApiKey (db: Db, { expiresAt, clock }: { expiresAt?: Date, clock: Clock }): Promise<string | undefined> {
   if (await countApiKeys(db) > 0) return undefined
   return await db.transaction().execute(async (trx) => {
     const claim = await trx.insertInto('settings')

@@ -256,7 +256,7 @@ its replacement.`)
     .addHelpText('after', examples(`${cmd} keys revoke 2`))
     .action(async (id: bigint) => {
       refuseThrowAwayStore()
-      const revocation = await withStore(({ db }) => revokeApiKey(db, id))
+      const revocation = await withStore(({ db, clock }) => revokeApiKey(db, id, clock))
       if (revocation === 'no such key') {
         console.error(`petstore: no API key with id ${id}`)
         process.exitCode = EXIT_FAILURE

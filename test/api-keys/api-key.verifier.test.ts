@@ -53,7 +53,7 @@ forEachStore((store) => {
     const verifier = new ApiKeyVerifier(db, clock, { cacheTtlMs: 2000, cacheMax: 10, usageFlushMs: 60_000 })
     defer(t, () => verifier.close())
     assert.equal(idOf(await verifier.verify(key)), id)
-    assert.equal(await revokeApiKey(db, id), 'revoked')
+    assert.equal(await revokeApiKey(db, id, systemClock), 'revoked')
     // A step back of an hour kept it cached for the hour.
     clock.step(-3_600_000)
     clock.advance(1999)

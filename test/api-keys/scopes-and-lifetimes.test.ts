@@ -7,6 +7,7 @@ import { grantedScopes, SCOPES, type Scope } from '../../src/api-keys/scopes.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { MIGRATIONS } from '../../src/db/migrate.js'
+import { systemClock } from '../../src/clock.js'
 import { build, checkAnswers, createKey, createTestStore, defer, errorOf, forEachStore, manualClock, TEST_LIMITS } from '../helper.js'
 
 interface Operation { method: 'GET' | 'HEAD' | 'POST' | 'PATCH', url: string, payload?: object, scope: Scope }
@@ -181,7 +182,7 @@ forEachStore((store) => {
   test('two rotations of one key at once make one replacement; the other is refused', async (t) => {
     const testApp = await build(t, { store })
     const { id } = await createKey(testApp.db, 'shop')
-    const rotations = await Promise.allSettled([0, 1].map(async () => await rotateApiKey(testApp.db, id, { ...generateApiKey(), expiry: () => undefined }, 60_000)))
+    const rotations = await Promise.allSettled([0, 1].map(async () => await rotateApiKey(testApp.db, id, { ...generateApiKey(), expiry: () => undefined }, 60_000, systemClock)))
     assert.deepEqual(rotations.map(({ status }) => status).sort(), ['fulfilled', 'rejected'])
     const refused = rotations.find((rotation) => rotation.status === 'rejected')
     assert.match(String(refused?.reason), new RegExp(`API key ${id} was rotated already: key \\d+ replaces it`))

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test'
 import { sql } from 'kysely'
 import { revokeApiKey } from '../../src/api-keys/api-key.repository.js'
 import { generateApiKey } from '../../src/api-keys/api-key.service.js'
+import { systemClock } from '../../src/clock.js'
 import { build, createKey, errorOf, forEachStore } from '../helper.js'
 
 // With rate limiting off, a cached key takes a path of its own (no promise): both are tested.
@@ -67,7 +68,7 @@ for (const limit of ['600', '0']) describe(`with RATE_LIMIT_PER_MINUTE=${limit}`
     const { id, key } = await createKey(testApp.db, 'to revoke')
     const headers = { authorization: `Bearer ${key}` }
     assert.equal((await testApp.app.inject({ url: '/v1/pets', headers })).statusCode, 200)
-    await revokeApiKey(testApp.db, id)
+    await revokeApiKey(testApp.db, id, systemClock)
     await new Promise((resolve) => setTimeout(resolve, 5))
     const response = await testApp.app.inject({ url: '/v1/pets', headers })
     assert.equal(response.statusCode, 401)

@@ -291,7 +291,7 @@ forEachStore((store) => {
     const { id, key } = await createKey(testApp.db, 'revoked soon')
     const revoked = await openStream(testApp.app, { authorization: `Bearer ${key}` })
     const kept = await openStream(testApp.app, testApp.auth)
-    await revokeApiKey(testApp.db, id)
+    await revokeApiKey(testApp.db, id, systemClock)
     await withinSeconds(2, revoked.ended, 'the end of the revoked key\'s stream')
 
     const started = Date.now()

@@ -105,6 +105,13 @@ function machineClockBehind (t: TestContext): () => number {
   return trueNow
 }
 
+/** The environment of a command on `databaseUrl` whose process has its clock moved by `ms`, as its machine's would be. */
+function commandWithClockOff (t: TestContext, databaseUrl: string, ms: number): NodeJS.ProcessEnv {
+  const preload = join(tempDir(t), `clock-off-${ms}.mjs`)
+  writeFileSync(preload, `const trueNow = Date.now\nDate.now = () => trueNow() + ${ms}\n`)
+  return { DATABASE_URL: databaseUrl, NODE_OPTIONS: `--import=${pathToFileURL(preload).href}` }
+}
+
 for (const store of TEST_STORES.filter(({ name }) => name === 'postgres')) {
   test('on PostgreSQL, the wait for a connection is no part of the first reading\'s round trip: a server slow to connect to does not set the clock ahead', async (t) => {
     const databaseUrl = await store.databaseUrl(t)
@@ -134,12 +141,7 @@ for (const store of TEST_STORES.filter(({ name }) => name === 'postgres')) {
 
   test('on PostgreSQL, keys create on a machine whose clock is an hour off reckons --expires-in and --expires-at by the database\'s time', async (t) => {
     const databaseUrl = await store.databaseUrl(t)
-    /** The environment of a command whose process has its clock moved by `ms`, as its machine's would be. */
-    const machineClockOff = (ms: number) => {
-      const preload = join(tempDir(t), `clock-off-${ms}.mjs`)
-      writeFileSync(preload, `const trueNow = Date.now\nDate.now = () => trueNow() + ${ms}\n`)
-      return { DATABASE_URL: databaseUrl, NODE_OPTIONS: `--import=${pathToFileURL(preload).href}` }
-    }
+    const machineClockOff = (ms: number) => commandWithClockOff(t, databaseUrl, ms)
     const behind = machineClockOff(-HOUR_MS)
     const created = await runCli(['keys', 'create', '--name', 'ci', '--expires-in', '30m'], behind)
     assert.equal(created.code, 0, created.stderr)
@@ -154,5 +156,22 @@ for (const store of TEST_STORES.filter(({ name }) => name === 'postgres')) {
     const inHalfAnHour = new Date(Date.now() + HOUR_MS / 2).toISOString()
     const ahead = await runCli(['keys', 'create', '--name', 'soon', '--expires-at', inHalfAnHour], machineClockOff(HOUR_MS))
     assert.equal(ahead.code, 0, `in the machine's past, in the database's future: ${ahead.stderr}`)
+  })
+
+  test('on PostgreSQL, every keys command on a machine whose clock is three hours behind dates what it stores by the database\'s time', async (t) => {
+    const behind = commandWithClockOff(t, await store.databaseUrl(t), -3 * HOUR_MS)
+    for (const command of [['keys', 'create', '--name', 'a'], ['keys', 'rotate', '1', '--overlap', '1h'], ['keys', 'revoke', '2']]) {
+      const run = await runCli(command, behind)
+      assert.equal(run.code, 0, `${command.join(' ')}: ${run.stderr}`)
+    }
+    const listed = await runCli(['keys', 'list', '--json'], behind)
+    const keys = JSON.parse(listed.stdout) as Array<{ id: number, createdAt: string, expiresAt: string | null, revokedAt: string | null }>
+    const times = keys.flatMap(({ id, createdAt, expiresAt, revokedAt }) => [[`${id} created`, createdAt], [`${id} revoked`, revokedAt], [`${id} expires`, expiresAt]])
+    const expected = { '1 created': 0, '1 expires': HOUR_MS, '2 created': 0, '2 revoked': 0 }
+    for (const [what, at] of times) {
+      const offset = expected[what as keyof typeof expected]
+      assert.equal(at === null, offset === undefined, `${what}: ${at}`)
+      if (at !== null) assert.ok(Math.abs(Date.parse(at!) - (Date.now() + offset!)) < 60_000, `${what} at ${at}, by the machine's clock`)
+    }
   })
 }
