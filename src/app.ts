@@ -210,6 +210,8 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     ['webhook_deliveries', 'expired webhook deliveries', (counted: DeletedCount) => pruneExpiredDeliveries(db, clock, config.EVENT_RETENTION_DAYS, counted)]
   ] as const) {
     // Counted batch by batch: a run that fails part way (an outage) has deleted its first batches.
+    // Each kind's series is there from the start, at 0, as a run that finds nothing expired counts nothing.
+    metrics.expiredRowsDeleted.inc({ kind }, 0)
     const counted = () => deletion((count) => { metrics.expiredRowsDeleted.inc({ kind }, count) })
     const scheduled = scheduleDeletion(counted, limits.expiredRowsDeletionMs, (err) => app.log.warn({ err }, `deleting ${what} failed; it is tried again`))
     app.addHook('onClose', async () => { await scheduled.stop() })

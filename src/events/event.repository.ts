@@ -83,22 +83,21 @@ export async function findOldestEventId (db: Db): Promise<bigint | undefined> {
 }
 
 /**
- * Deletes, in one transaction, the oldest events up to `batch` of them that occurred before `before`
- * (ISO 8601), stopping at the first younger one or the first after `keepAfter`, and records the last
- * id deleted; returns how many. Walking from the smallest id needs no index beyond the id's.
+ * Deletes, in one transaction, the oldest events up to `batch` of them, none after `through` (the
+ * last expired: see findExpiredThrough) nor after `keepAfter`, and records the last id deleted;
+ * returns how many. Walking from the smallest id needs no index beyond the id's.
  */
-export async function pruneEvents (db: Db, before: string, batch: number, keepAfter?: bigint): Promise<number> {
+export async function pruneEvents (db: Db, through: bigint, batch: number, keepAfter?: bigint): Promise<number> {
+  const last = keepAfter !== undefined && keepAfter < through ? keepAfter : through
   return await db.transaction().execute(async (trx) => {
-    const oldest = await trx.selectFrom('events').select(['id', 'occurred_at']).orderBy('id').limit(batch).execute()
-    const younger = oldest.findIndex((event) => event.occurred_at >= before || (keepAfter !== undefined && event.id > keepAfter))
-    const count = younger === -1 ? oldest.length : younger
-    if (count === 0) return 0
-    const through = oldest[count - 1]!.id
-    await trx.deleteFrom('events').where('id', '<=', through).execute()
+    const oldest = await trx.selectFrom('events').select('id').where('id', '<=', last).orderBy('id').limit(batch).execute()
+    if (oldest.length === 0) return 0
+    const deleted = oldest.at(-1)!.id
+    await trx.deleteFrom('events').where('id', '<=', deleted).execute()
     // Never backwards: another instance's pruning may have gone further meanwhile.
-    await trx.updateTable('settings').set({ value: String(through) })
-      .where('name', '=', 'events_pruned_through').where(sql`cast(value as bigint)`, '<', through)
+    await trx.updateTable('settings').set({ value: String(deleted) })
+      .where('name', '=', 'events_pruned_through').where(sql`cast(value as bigint)`, '<', deleted)
       .execute()
-    return count
+    return oldest.length
   })
 }
