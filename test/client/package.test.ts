@@ -31,4 +31,9 @@ test('the package holds the built service (the command and each of its chunks), 
   follow('dist/petstore.mjs')
   assert.ok(loaded.size > 0, 'the command is split into chunks')
   assert.deepEqual(paths.filter((path) => /^dist\/petstore-\w+\.mjs$/.test(path)).sort(), [...loaded].sort())
+  // Of dist/, what runs (the command, its chunks, the workers' entry points) and the client, no other
+  // of the compiler's files, which no export reaches; and no code names a map the package lacks.
+  const distFiles = paths.filter((path) => path.startsWith('dist/'))
+  assert.deepEqual(distFiles.filter((path) => !/^dist\/(?:petstore(?:-\w+)?\.mjs|[\w-]+\.worker\.js|client\/\w+\.(?:js|d\.ts))$/.test(path)), [])
+  assert.deepEqual(distFiles.filter((path) => /\.m?js$/.test(path) && /^\/\/# sourceMappingURL=/m.test(readFileSync(path, 'utf8'))), [], 'names a map that is not packed')
 })
