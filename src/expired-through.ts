@@ -8,12 +8,24 @@ import type { Db } from './db/database.js'
  * time: a row dated in the future (a clock stepped forward, then back) is as old as the rows after
  * it, and stopped the deletion by date until its date came (in 2030, for a clock set four years
  * ahead for a moment); a row dated in the past (a clock stepped back) deletes none after it early,
- * as a kept row comes first. Both are walks by id from the oldest row, as long as what has expired.
+ * as a kept row comes first. Both are walks by id from the oldest row, as long as what has expired,
+ * and none past `atMost` (the rows after it are kept whatever their dates: events a webhook owes),
+ * so that a log held there costs no walk of what it holds.
  */
-export async function findExpiredThrough (db: Db, table: 'events' | 'webhook_deliveries', timeColumn: 'occurred_at' | 'attempted_at', before: string, now: string): Promise<bigint | undefined> {
+export async function findExpiredThrough (db: Db, { table, timeColumn, before, now, atMost }: ExpiryScan): Promise<bigint | undefined> {
+  const inRange = atMost === undefined ? sql`` : sql`and id <= ${atMost}`
   const { rows: [kept] } = await sql<{ id: bigint }>`select id from ${sql.table(table)}
-    where ${sql.ref(timeColumn)} >= ${before} and ${sql.ref(timeColumn)} <= ${now} order by id limit 1`.execute(db)
+    where ${sql.ref(timeColumn)} >= ${before} and ${sql.ref(timeColumn)} <= ${now} ${inRange} order by id limit 1`.execute(db)
   const { rows: [expired] } = await sql<{ id: bigint }>`select id from ${sql.table(table)}
-    where ${sql.ref(timeColumn)} < ${before} ${kept === undefined ? sql`` : sql`and id < ${kept.id}`} order by id desc limit 1`.execute(db)
+    where ${sql.ref(timeColumn)} < ${before} ${inRange} ${kept === undefined ? sql`` : sql`and id < ${kept.id}`} order by id desc limit 1`.execute(db)
   return expired?.id
+}
+
+/** A log to look at for expired rows (see findExpiredThrough); times in ISO 8601 UTC. */
+export interface ExpiryScan {
+  table: 'events' | 'webhook_deliveries'
+  timeColumn: 'occurred_at' | 'attempted_at'
+  before: string
+  now: string
+  atMost?: bigint | undefined
 }

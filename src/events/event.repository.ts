@@ -84,13 +84,12 @@ export async function findOldestEventId (db: Db): Promise<bigint | undefined> {
 
 /**
  * Deletes, in one transaction, the oldest events up to `batch` of them, none after `through` (the
- * last expired: see findExpiredThrough) nor after `keepAfter`, and records the last id deleted;
- * returns how many. Walking from the smallest id needs no index beyond the id's.
+ * last expired: see findExpiredThrough), and records the last id deleted; returns how many. Walking
+ * from the smallest id needs no index beyond the id's.
  */
-export async function pruneEvents (db: Db, through: bigint, batch: number, keepAfter?: bigint): Promise<number> {
-  const last = keepAfter !== undefined && keepAfter < through ? keepAfter : through
+export async function pruneEvents (db: Db, through: bigint, batch: number): Promise<number> {
   return await db.transaction().execute(async (trx) => {
-    const oldest = await trx.selectFrom('events').select('id').where('id', '<=', last).orderBy('id').limit(batch).execute()
+    const oldest = await trx.selectFrom('events').select('id').where('id', '<=', through).orderBy('id').limit(batch).execute()
     if (oldest.length === 0) return 0
     const deleted = oldest.at(-1)!.id
     await trx.deleteFrom('events').where('id', '<=', deleted).execute()

@@ -13,7 +13,8 @@ const DAY_MS = 24 * 60 * 60 * 1000
  */
 export async function pruneExpiredEvents (db: Db, clock: Clock, retentionDays: number, keepAfter?: bigint, onDeleted?: DeletedCount): Promise<number> {
   const now = clock.now()
-  const through = await findExpiredThrough(db, 'events', 'occurred_at', new Date(now - retentionDays * DAY_MS).toISOString(), new Date(now).toISOString())
+  const before = new Date(now - retentionDays * DAY_MS).toISOString()
+  const through = await findExpiredThrough(db, { table: 'events', timeColumn: 'occurred_at', before, now: new Date(now).toISOString(), atMost: keepAfter })
   if (through === undefined) return 0
-  return await deleteInBatches(() => pruneEvents(db, through, BATCH, keepAfter), BATCH, onDeleted)
+  return await deleteInBatches(() => pruneEvents(db, through, BATCH), BATCH, onDeleted)
 }

@@ -13,7 +13,8 @@ const DAY_MS = 24 * 60 * 60 * 1000
  */
 export async function pruneExpiredDeliveries (db: Db, clock: Clock, retentionDays: number, onDeleted?: DeletedCount): Promise<number> {
   const now = clock.now()
-  const through = await findExpiredThrough(db, 'webhook_deliveries', 'attempted_at', new Date(now - retentionDays * DAY_MS).toISOString(), new Date(now).toISOString())
+  const before = new Date(now - retentionDays * DAY_MS).toISOString()
+  const through = await findExpiredThrough(db, { table: 'webhook_deliveries', timeColumn: 'attempted_at', before, now: new Date(now).toISOString() })
   if (through === undefined) return 0
   return await deleteInBatches(async () => {
     const oldest = await db.selectFrom('webhook_deliveries').select('id').where('id', '<=', through).orderBy('id').limit(BATCH).execute()
