@@ -8,8 +8,8 @@ import type { Db } from './db/database.js'
  * time: a row dated in the future (a clock stepped forward, then back) is as old as the rows after
  * it, and stopped the deletion by date until its date came (in 2030, for a clock set four years
  * ahead for a moment); a row dated in the past (a clock stepped back) deletes none after it early,
- * as a kept row comes first. Both are walks by id from the oldest row, as long as what has expired,
- * and none past `atMost` (the rows after it are kept whatever their dates: events a webhook owes),
+ * as a kept row comes first. The first row kept is found walking by id from the oldest row, as long
+ * as what has expired; the last expired, back from it. Neither walks past `atMost` (the rows after it are kept whatever their dates: events a webhook owes),
  * so that a log held there costs no walk of what it holds.
  */
 export async function findExpiredThrough (db: Db, { table, timeColumn, before, now, atMost }: ExpiryScan): Promise<bigint | undefined> {

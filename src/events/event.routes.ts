@@ -61,10 +61,11 @@ const oneLastEventId: preValidationHookHandler = (request, _reply, done) => {
 
 /** The event log (beta), as a feed read page by page and as a live stream. */
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { db, streams, retentionDays, readStepIds, apiUrl, recordAnswer }) => {
-  /** Throws 410 events_expired when events after `after` were deleted for their age. */
-  const requireKept = async (after: bigint | undefined): Promise<void> => {
+  /** Throws 410 events_expired when events after `after` were deleted for their age; else gives the last id deleted. */
+  const requireKept = async (after: bigint | undefined): Promise<bigint> => {
     const prunedThrough = await findPrunedThrough(db)
     if (after !== undefined && after < prunedThrough) throw await eventsExpired(db, after, prunedThrough, retentionDays)
+    return prunedThrough
   }
   /**
    * Throws 400 when `after` is past every event written (the newest kept, or the last deleted):
@@ -76,6 +77,23 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     if (after > newest) {
       throw new ApiError(400, 'validation_failed', `${name} ${after} is past the newest event written (${newest}): it is no position in this store's event log ` +
         `(another store's, or one restored from a backup); read the current state, then continue with after=${newest}`)
+    }
+  }
+
+  /**
+   * A page of the log after `after`, or from its first event kept, read in steps (findEventsInSteps)
+   * from there: none of them walks the deleted part of the log. A deletion while the steps are read
+   * (seen after them) could have taken events from the page: after `after`, that is a 410, as any read
+   * after an event deleted; from the first kept, the page is read again from the new first (a run of
+   * deletion ends: it deletes what has expired by then, a thousand events a turn).
+   */
+  const readKeptPage = async (after: bigint | undefined, types: readonly EventType[] | undefined, limit: number) => {
+    for (;;) {
+      // After `after`, a 410 before any step; and after them, at the next turn of this loop.
+      const prunedThrough = await requireKept(after)
+      const start = after ?? prunedThrough
+      const page = await findEventsInSteps(db, { afterId: start, types, limit }, readStepIds)
+      if (await findPrunedThrough(db) <= start) return page
     }
   }
 
@@ -98,9 +116,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     preValidation: typesAsList
   }, async (request, reply) => {
     const { after, type: types, limit = DEFAULT_EVENTS_PER_PAGE } = request.query
-    const { events, more } = await findEventsInSteps(db, { afterId: after ?? 0n, types, limit }, readStepIds)
-    // Checked after the page is read: a deletion that could have taken events from it is seen by then.
-    await requireKept(after)
+    const { events, more } = await readKeptPage(after, types, limit)
     // A page with events shows `after` was written; only an empty one needs a look.
     if (after !== undefined && events.length === 0) await requireWritten(after, '`after`')
     if (more) reply.header('link', nextEventsLink(apiUrl, events.at(-1)!.id, limit, types))

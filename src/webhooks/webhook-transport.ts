@@ -4,8 +4,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { connect as netConnect, isIP, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { connect as tlsConnect } from 'node:tls'
-import { ipLiteralOf, isPublicAddress } from './public-address.js'
 import { trimEnd } from '../trim-end.js'
+import { ipLiteralOf, isPublicAddress } from './public-address.js'
 
 /** How the service reaches receivers; tests replace parts of it to stay on this machine. */
 export interface WebhookNetwork {

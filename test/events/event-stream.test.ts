@@ -203,9 +203,12 @@ forEachStore((store) => {
       },
       transformResult: async ({ result }) => result
     })
-    const streams = new EventStreams(db, new ApiKeyVerifier(testApp.db, systemClock), {
+    const verifier = new ApiKeyVerifier(testApp.db, systemClock)
+    defer(t, () => verifier.close())
+    const failures: unknown[] = []
+    const streams = new EventStreams(db, verifier, {
       pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 1, readStepIds: 10
-    }, (error) => { assert.fail(String(error)) })
+    }, (error) => { failures.push(error) })
     const server = createServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
       assert.ok(streams.reserve(1n))
@@ -216,7 +219,8 @@ forEachStore((store) => {
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
       get(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, resolve).on('error', reject)
     })
-    while (reads.length < 3) await new Promise((resolve) => { setImmediate(resolve) })
+    const deadline = Date.now() + 5000
+    while (reads.length < 3 && Date.now() < deadline) await new Promise((resolve) => { setImmediate(resolve) })
     response.destroy()
     // The client is gone: wait for the reads to stop.
     let count = -1
@@ -224,6 +228,8 @@ forEachStore((store) => {
       count = reads.length
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+    assert.deepEqual(failures, [])
+    assert.ok(reads.length >= 3, `${reads.length} reads`)
     assert.ok(reads.every(({ typed }) => typed), 'each read asks for the stream\'s types')
     assert.ok(reads.every(({ turn }, i) => i === 0 || turn > reads[i - 1]!.turn), `a turn between reads: ${JSON.stringify(reads.slice(0, 10))}`)
     assert.ok(reads.length < 150, `the 200 steps of the log were not all read once the client had left: ${reads.length} reads`)
