@@ -12,6 +12,7 @@ import { migrateToLatest } from '../../src/db/migrate.js'
 import { EventStreams } from '../../src/events/event-streams.js'
 import { createLogger } from '../../src/logger.js'
 import { createCuttableProxy } from '../cuttable-proxy.js'
+import { noteLogReads } from './log-reads.js'
 import { build, checkAnswers, createKey, createPet, defer, errorOf, exchange, forEachStore, openTestStore, TEST_LIMITS, TEST_STORES, type TestApp } from '../helper.js'
 
 interface Message { id?: string, event?: string, data?: string, comment?: string }
@@ -186,23 +187,7 @@ forEachStore((store) => {
   test('a stream\'s catch-up asks the store for its types alone, lets the loop turn between its reads, and stops when its client leaves', async (t) => {
     const testApp = await build(t, { store })
     await testApp.store.pets.insertMany(Array.from({ length: 2000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
-    // Turns of the loop, counted by a chain of setImmediate; each read of the log notes the turn it came in.
-    let turns = 0
-    let counting = true
-    const turn = () => { turns++; if (counting) setImmediate(turn) }
-    turn()
-    defer(t, () => { counting = false })
-    const reads: Array<{ turn: number, typed: boolean }> = []
-    const textOf = (part: unknown) => JSON.stringify(part, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
-    const db = testApp.db.withPlugin({
-      transformQuery: ({ node }) => {
-        if (node.kind === 'SelectQueryNode' && textOf(node.from).includes('"events"') && node.limit !== undefined && node.where !== undefined) {
-          reads.push({ turn: turns, typed: textOf(node.where).includes('"type"') })
-        }
-        return node
-      },
-      transformResult: async ({ result }) => result
-    })
+    const { db, reads } = noteLogReads(t, testApp.db)
     const verifier = new ApiKeyVerifier(testApp.db, systemClock)
     defer(t, () => verifier.close())
     const failures: unknown[] = []

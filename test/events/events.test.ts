@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { findEventsInSteps, findLastEventId, pruneEvents } from '../../src/events/event.repository.js'
 import { pruneExpiredEvents } from '../../src/events/expired-event-prune.js'
+import { noteLogReads } from './log-reads.js'
 import { build, checkAnswers, createKey, createPet, defer, errorOf, forEachStore, manualClock, nextLink, openTestStore, TEST_LIMITS, type TestApp } from '../helper.js'
 
 interface ListedEvent { id: number, type: string, occurredAt: string, data: Record<string, unknown> }
@@ -162,22 +163,7 @@ forEachStore((store) => {
   test('a page read in steps lets the event loop turn between its reads, each bounded but the last', async (t) => {
     const testApp = await build(t, { store })
     await testApp.store.pets.insertMany(Array.from({ length: 1000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
-    let turns = 0
-    let counting = true
-    const turn = () => { turns++; if (counting) setImmediate(turn) }
-    turn()
-    defer(t, () => { counting = false })
-    const reads: Array<{ turn: number, bounded: boolean }> = []
-    const textOf = (part: unknown) => JSON.stringify(part, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
-    const db = testApp.db.withPlugin({
-      transformQuery: ({ node }) => {
-        if (node.kind === 'SelectQueryNode' && textOf(node.from).includes('"events"') && node.where !== undefined) {
-          reads.push({ turn: turns, bounded: textOf(node.where).includes('"<="') })
-        }
-        return node
-      },
-      transformResult: async ({ result }) => result
-    })
+    const { db, reads } = noteLogReads(t, testApp.db)
     const { events, more } = await findEventsInSteps(db, { afterId: 0n, types: ['order.placed'], limit: 10 }, 100)
     assert.deepEqual([events, more], [[], false])
     const steps = Math.ceil(Number(await findLastEventId(testApp.db)) / 100)
