@@ -9,8 +9,9 @@ import type { Db } from './db/database.js'
  * it, and stopped the deletion by date until its date came (in 2030, for a clock set four years
  * ahead for a moment); a row dated in the past (a clock stepped back) deletes none after it early,
  * as a kept row comes first. The first row kept is found walking by id from the oldest row, as long
- * as what has expired; the last expired, back from it. Neither walks past `atMost` (the rows after it are kept whatever their dates: events a webhook owes),
- * so that a log held there costs no walk of what it holds.
+ * as what has expired (and a stretch dated in the future, every run until the rows after it
+ * expire); the last expired, back from it. Neither walks past `atMost` (the rows after it are kept
+ * whatever their dates: events a webhook owes), so that a log held there costs no walk of what it holds.
  */
 export async function findExpiredThrough (db: Db, { table, timeColumn, before, now, atMost }: ExpiryScan): Promise<bigint | undefined> {
   const inRange = atMost === undefined ? sql`` : sql`and id <= ${atMost}`

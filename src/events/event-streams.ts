@@ -127,7 +127,10 @@ export class EventStreams {
   async #catchUp (stream: Stream): Promise<void> {
     await this.#readHead()
     for (;;) {
-      const head = this.#head!
+      const head = this.#head
+      // Its client left during the wait below: the last stream's leaving forgot the head, and a read
+      // with none would have gone to the log's end in one go.
+      if (head === undefined || !isOpen(stream.response)) return
       const from = stream.position
       const through = from + BigInt(this.limits.readStepIds) < head ? from + BigInt(this.limits.readStepIds) : head
       const { events, more } = await findEvents(this.db, { afterId: from, throughId: through, types: stream.typeList, limit: CATCH_UP_PAGE })

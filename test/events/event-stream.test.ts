@@ -216,6 +216,7 @@ forEachStore((store) => {
     assert.deepEqual(failures, [])
     assert.ok(reads.length >= 3, `${reads.length} reads`)
     assert.ok(reads.every(({ typed }) => typed), 'each read asks for the stream\'s types')
+    assert.ok(reads.every(({ bounded }) => bounded), 'each read stops at a step\'s end, the last too, read once the client had left')
     assert.ok(reads.every(({ turn }, i) => i === 0 || turn > reads[i - 1]!.turn), `a turn between reads: ${JSON.stringify(reads.slice(0, 10))}`)
     assert.ok(reads.length < 150, `the 200 steps of the log were not all read once the client had left: ${reads.length} reads`)
   })
