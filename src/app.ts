@@ -96,7 +96,7 @@ export const LIMITS = {
   eventKeyCheckMs: 1000,
   /** Event streams: bytes waiting for a slow reader before its stream is reset. */
   eventStreamBufferBytes: 256 * 1024,
-  /** Events: ids of the log one read walks at most, for a page of the feed, a stream's catch-up or a webhook's batch, the loop turning between reads. */
+  /** Events: ids of the log one read walks at most, for a page of the feed or a stream's catch-up, the loop turning between reads. */
   eventReadStepIds: 10_000,
   /** Webhooks: how often the store is asked for subscriptions with events due. */
   webhookPollMs: 200,
@@ -234,8 +234,7 @@ export async function buildApp ({ config, store, logger, verifierOptions, limits
     concurrency: limits.webhookConcurrency,
     leaseMs: limits.webhookLeaseMs,
     retrySchedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE),
-    installationId,
-    readStepIds: limits.eventReadStepIds
+    installationId
   }, new WebhookMetrics(metrics.registry, () => countOwedEvents(db)), (err) => {
     // Failed at every poll while the store is down: logged as an outage, not as a stack a poll.
     dispatcherOutages.failed(DISPATCHER_OUTAGE, err)

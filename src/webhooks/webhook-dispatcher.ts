@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { setMaxListeners } from 'node:events'
 import type { Clock } from '../clock.js'
 import type { Db } from '../db/database.js'
-import { findEvent, findEventsInSteps, findLastEventId, type StoredEvent } from '../events/event.repository.js'
+import { findEvent, findEvents, findLastEventId, type StoredEvent } from '../events/event.repository.js'
 import type { EventType } from '../events/event.schemas.js'
 import { retryDelay } from './retry-schedule.js'
 import type { WebhookMetrics } from './webhook-metrics.js'
@@ -33,8 +33,6 @@ export interface WebhookDispatcherOptions {
   retrySchedule: readonly number[]
   /** The store's installation id, which every `webhook-id` starts with (see messageIdOf). */
   installationId: string
-  /** Ids of the log one read walks at most (see findEventsInSteps). */
-  readStepIds: number
 }
 
 // A lease older than this is renewed before an attempt, which with its guard lasts 11 s at most
@@ -162,8 +160,7 @@ export class WebhookDispatcher {
       // Read first: ids commit in order, so every event up to it is in the batch or not of the subscription's types.
       const last = await findLastEventId(this.db)
       const types = webhook.eventTypes === '*' ? undefined : webhook.eventTypes.split(' ') as EventType[]
-      // In steps: a subscription to a rare type, enabled again far behind, walks the log to its next event.
-      const { events, more } = await findEventsInSteps(this.db, { afterId: webhook.deliveredThrough, types, limit: BATCH }, this.options.readStepIds)
+      const { events, more } = await findEvents(this.db, { afterId: webhook.deliveredThrough, types, limit: BATCH })
       const inReach = events.filter((event) => event.id <= last)
       if (!await this.#deliverBatch(webhook, lease, inReach, (index) => performance.now() > turnEnds && (more || index < inReach.length - 1))) return
       if (!more || inReach.length < events.length) return await releaseWebhook(this.db, id, leaseToken, { deliveredThrough: last })
