@@ -159,7 +159,9 @@ export class EventStreams {
   /** Learns where the log ends, once for all the streams that open while no other is. */
   async #readHead (): Promise<void> {
     if (this.#head !== undefined) return
-    this.#headRead ??= findLastEventId(this.db).then((id) => { this.#head ??= id }).finally(() => { this.#headRead = undefined })
+    // Kept only while a stream is open: one whose client left while the head was read was the last,
+    // and the next would otherwise poll on from this head, however old by then.
+    this.#headRead ??= findLastEventId(this.db).then((id) => { if (this.#streams.size > 0) this.#head ??= id }).finally(() => { this.#headRead = undefined })
     await this.#headRead
   }
 

@@ -84,8 +84,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
    * A page of the log after `after`, or from its first event kept, read in steps (findEventsInSteps)
    * from there: none of them walks the deleted part of the log. A deletion while the steps are read
    * (seen after them) could have taken events from the page: after `after`, that is a 410, as any read
-   * after an event deleted; from the first kept, the page is read again from the new first (a run of
-   * deletion ends: it deletes what has expired by then, a thousand events a turn).
+   * after an event deleted. From the first kept, the page keeps its events past the deletion's end:
+   * deletions take the oldest, so every event past it was there to be read, and the page has no gap.
    */
   const readKeptPage = async (after: bigint | undefined, types: readonly EventType[] | undefined, limit: number) => {
     for (;;) {
@@ -93,7 +93,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
       const prunedThrough = await requireKept(after)
       const start = after ?? prunedThrough
       const page = await findEventsInSteps(db, { afterId: start, types, limit }, readStepIds)
-      if (await findPrunedThrough(db) <= start) return page
+      const deletedThrough = await findPrunedThrough(db)
+      if (deletedThrough <= start) return page
+      if (after !== undefined) continue
+      const kept = page.events.filter((event) => event.id > deletedThrough)
+      // None left, and more to come: read again from the deletion's end.
+      if (kept.length > 0 || !page.more) return { events: kept, more: page.more }
     }
   }
 

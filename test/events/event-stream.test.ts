@@ -221,6 +221,56 @@ forEachStore((store) => {
     assert.ok(reads.length < 150, `the 200 steps of the log were not all read once the client had left: ${reads.length} reads`)
   })
 
+  test('a stream whose client leaves while the log\'s end is read leaves no head behind: the next stream\'s poller reads on from the log\'s end then, not from that one', async (t) => {
+    const testApp = await build(t, { store })
+    await createPet(testApp, { name: 'Before', categoryId: 1 })
+    // The look for the log's end (the newest id: no filter) answers only once let go.
+    let letGo = () => {}
+    const held = new Promise<void>((resolve) => { letGo = resolve })
+    let holding = true
+    const { db: noting, reads } = noteLogReads(t, testApp.db)
+    const db = noting.withPlugin({
+      transformQuery: ({ node }) => node,
+      transformResult: async ({ result }) => {
+        if (holding && result.rows.length === 1 && Object.keys(result.rows[0]!).join() === 'id') await held
+        return result
+      }
+    })
+    const verifier = new ApiKeyVerifier(testApp.db, systemClock)
+    defer(t, () => verifier.close())
+    const failures: unknown[] = []
+    const streams = new EventStreams(db, verifier, {
+      pollMs: 20, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 2, readStepIds: 10_000
+    }, (error) => { failures.push(error) })
+    const opened: Array<() => void> = []
+    const server = createServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
+      assert.ok(streams.reserve(1n))
+      streams.open(response, { apiKeyId: 1n, token: 'unused', types: undefined, after: BigInt(new URL(request.url!, 'http://x').searchParams.get('after')!) })
+      response.on('close', () => { opened.shift()?.() })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    defer(t, () => new Promise((resolve) => { streams.closeAll(); server.close(resolve) }))
+    const url = (after: bigint) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/?after=${after}`
+    const closed = new Promise<void>((resolve) => { opened.push(resolve) })
+    const first = await new Promise<IncomingMessage>((resolve, reject) => { get(url(0n), resolve).on('error', reject) })
+    first.destroy()
+    await closed
+    holding = false
+    letGo()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    // 1,500 events later, a stream opened after them.
+    await testApp.store.pets.insertMany(Array.from({ length: 1500 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
+    const last = BigInt((await testApp.db.selectFrom('events').select((eb) => eb.fn.max('id').as('id')).executeTakeFirstOrThrow()).id as number | bigint)
+    const readsBefore = reads.length
+    const second = await new Promise<IncomingMessage>((resolve, reject) => { get(url(last), resolve).on('error', reject) })
+    defer(t, () => second.destroy())
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const below = reads.slice(readsBefore).filter((read) => read.after < Number(last))
+    assert.deepEqual(below.map((read) => read.after), [], 'reads of the log from before the second stream opened')
+    assert.deepEqual(failures, [])
+  })
+
   test('a change made on one instance reaches the stream of another within a second', async (t) => {
     const testApp = await build(t, { store })
     const other = await buildApp({ config: testApp.config, store: openTestStore(t, testApp.config.DATABASE_URL, { poolSize: 4 }), limits: TEST_LIMITS })

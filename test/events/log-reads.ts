@@ -9,6 +9,8 @@ export interface LogRead {
   typed: boolean
   /** Whether its filter bounds the ids from above. */
   bounded: boolean
+  /** The id it reads after (its filter's first value; the tests' ids are safe integers). */
+  after: number
 }
 
 /**
@@ -28,7 +30,8 @@ export function noteLogReads (t: TestContext, db: Db): { db: Db, reads: LogRead[
     transformQuery: ({ node }) => {
       if (node.kind === 'SelectQueryNode' && textOf(node.from).includes('"events"') && node.limit !== undefined && node.where !== undefined) {
         const where = textOf(node.where)
-        reads.push({ turn: turns, typed: where.includes('"type"'), bounded: where.includes('"<="') })
+        const after = Number(/"kind":"ValueNode","value":"?(\d+)/.exec(where)![1]!)
+        reads.push({ turn: turns, typed: where.includes('"type"'), bounded: where.includes('"<="'), after })
       }
       return node
     },
