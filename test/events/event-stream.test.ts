@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { createServer, get, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
@@ -9,7 +9,9 @@ import { buildApp, EVENT_STREAM_OUTAGE } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/clock.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
-import { EventStreams } from '../../src/events/event-streams.js'
+import type { Db } from '../../src/db/database.js'
+import { EventStreams, type EventStreamLimits } from '../../src/events/event-streams.js'
+import type { EventType } from '../../src/events/event.schemas.js'
 import { createLogger } from '../../src/logger.js'
 import { createCuttableProxy } from '../cuttable-proxy.js'
 import { noteLogReads } from './log-reads.js'
@@ -101,6 +103,34 @@ async function allEventIds (testApp: TestApp): Promise<number[]> {
   return page.json().map((event: { id: number }) => event.id)
 }
 
+/**
+ * EventStreams of their own on `db`, as an instance's are, served on a loopback port: each request
+ * opens a stream after its `after` (0 without), of the types given. `open(after)` connects a client;
+ * `closed()` resolves when the next stream the server holds closes; `failures` are the store's.
+ */
+async function servedStreams (t: TestContext, testApp: TestApp, db: Db, limits: Partial<EventStreamLimits>, types?: ReadonlySet<EventType>) {
+  const verifier = new ApiKeyVerifier(testApp.db, systemClock)
+  defer(t, () => verifier.close())
+  const failures: unknown[] = []
+  const streams = new EventStreams(db, verifier, {
+    pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 2, readStepIds: 10_000, ...limits
+  }, (error) => { failures.push(error) })
+  const closing: Array<() => void> = []
+  const server = createServer((request, response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
+    assert.ok(streams.reserve(1n))
+    streams.open(response, { apiKeyId: 1n, token: 'unused', types, after: BigInt(new URL(request.url!, 'http://x').searchParams.get('after') ?? 0) })
+    response.on('close', () => { closing.shift()?.() })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  defer(t, () => new Promise((resolve) => { streams.closeAll(); server.close(resolve) }))
+  const open = async (after = 0n) => await new Promise<IncomingMessage>((resolve, reject) => {
+    get(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?after=${after}`, resolve).on('error', reject)
+  })
+  const closed = async () => { await new Promise<void>((resolve) => { closing.push(resolve) }) }
+  return { open, closed, failures }
+}
+
 forEachStore((store) => {
   test('a stream sends the events after ?after, then each new one as id, event and data, marked beta', async (t) => {
     const testApp = await build(t, { store })
@@ -188,22 +218,8 @@ forEachStore((store) => {
     const testApp = await build(t, { store })
     await testApp.store.pets.insertMany(Array.from({ length: 2000 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
     const { db, reads } = noteLogReads(t, testApp.db)
-    const verifier = new ApiKeyVerifier(testApp.db, systemClock)
-    defer(t, () => verifier.close())
-    const failures: unknown[] = []
-    const streams = new EventStreams(db, verifier, {
-      pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 1, readStepIds: 10
-    }, (error) => { failures.push(error) })
-    const server = createServer((_request, response) => {
-      response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
-      assert.ok(streams.reserve(1n))
-      streams.open(response, { apiKeyId: 1n, token: 'unused', types: new Set(['order.placed']), after: 0n })
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    defer(t, () => new Promise((resolve) => { streams.closeAll(); server.close(resolve) }))
-    const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      get(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, resolve).on('error', reject)
-    })
+    const { open, failures } = await servedStreams(t, testApp, db, { readStepIds: 10 }, new Set(['order.placed']))
+    const response = await open()
     const deadline = Date.now() + 5000
     while (reads.length < 3 && Date.now() < deadline) await new Promise((resolve) => { setImmediate(resolve) })
     response.destroy()
@@ -236,26 +252,11 @@ forEachStore((store) => {
         return result
       }
     })
-    const verifier = new ApiKeyVerifier(testApp.db, systemClock)
-    defer(t, () => verifier.close())
-    const failures: unknown[] = []
-    const streams = new EventStreams(db, verifier, {
-      pollMs: 20, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 2, readStepIds: 10_000
-    }, (error) => { failures.push(error) })
-    const opened: Array<() => void> = []
-    const server = createServer((request, response) => {
-      response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
-      assert.ok(streams.reserve(1n))
-      streams.open(response, { apiKeyId: 1n, token: 'unused', types: undefined, after: BigInt(new URL(request.url!, 'http://x').searchParams.get('after')!) })
-      response.on('close', () => { opened.shift()?.() })
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    defer(t, () => new Promise((resolve) => { streams.closeAll(); server.close(resolve) }))
-    const url = (after: bigint) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/?after=${after}`
-    const closed = new Promise<void>((resolve) => { opened.push(resolve) })
-    const first = await new Promise<IncomingMessage>((resolve, reject) => { get(url(0n), resolve).on('error', reject) })
+    const { open, closed, failures } = await servedStreams(t, testApp, db, { pollMs: 20 })
+    const firstClosed = closed()
+    const first = await open()
     first.destroy()
-    await closed
+    await firstClosed
     holding = false
     letGo()
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -263,7 +264,7 @@ forEachStore((store) => {
     await testApp.store.pets.insertMany(Array.from({ length: 1500 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
     const last = BigInt((await testApp.db.selectFrom('events').select((eb) => eb.fn.max('id').as('id')).executeTakeFirstOrThrow()).id as number | bigint)
     const readsBefore = reads.length
-    const second = await new Promise<IncomingMessage>((resolve, reject) => { get(url(last), resolve).on('error', reject) })
+    const second = await open(last)
     defer(t, () => second.destroy())
     await new Promise((resolve) => setTimeout(resolve, 300))
     const below = reads.slice(readsBefore).filter((read) => read.after < Number(last))
