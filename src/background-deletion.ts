@@ -1,3 +1,5 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
+
 /**
  * Runs `deleteBatch` (which deletes at most one batch, in one transaction, and returns how many it
  * deleted) until a batch comes back short, yielding to requests between batches; resolves with the total.
@@ -10,7 +12,7 @@ export async function deleteInBatches (deleteBatch: () => Promise<number>, batch
     deleted += count
     onDeleted(count)
     if (count < batch) return deleted
-    await new Promise((resolve) => setImmediate(resolve))
+    await nextTurn()
   }
 }
 

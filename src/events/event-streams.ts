@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { ApiKeyVerifier } from '../api-keys/api-key.verifier.js'
 import type { Db } from '../db/database.js'
 import { findEvents, findLastEventId, findPrunedThrough, type StoredEvent } from './event.repository.js'
@@ -152,7 +153,7 @@ export class EventStreams {
       // Reads are microtasks on SQLite: without these waits, a long backlog would all be buffered at
       // once, or a long walk hold the loop.
       if (stream.response.writableNeedDrain) await drainedOrClosed(stream.response)
-      else await new Promise((resolve) => { setImmediate(resolve) })
+      else await nextTurn()
     }
   }
 
@@ -198,7 +199,7 @@ export class EventStreams {
     await Promise.all(behind.map(async ({ response }) => { await drainedOrClosed(response, PAGE_WAIT_MS) }))
     // Past the loop's poll for I/O: a wait's timer that came late (the loop was busy) runs before it,
     // and a socket's writes the reader made room for would not be counted yet.
-    await new Promise((resolve) => { setImmediate(resolve) })
+    await nextTurn()
     for (const stream of behind) if (isBehind(stream)) this.#reset(stream)
   }
 

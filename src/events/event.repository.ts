@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
 import type { EventType } from './event.schemas.js'
@@ -50,7 +51,7 @@ export async function findEventsInSteps (db: Db, { afterId, types, limit }: Omit
     const page = await findEvents(db, { afterId: from, throughId: final ? undefined : from + BigInt(stepIds), types, limit: limit - events.length })
     events.push(...page.events)
     if (page.more || final) return { events, more: page.more }
-    await new Promise((resolve) => { setImmediate(resolve) })
+    await nextTurn()
   }
 }
 
