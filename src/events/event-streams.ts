@@ -8,7 +8,10 @@ import type { EventType } from './event.schemas.js'
 export interface EventStreamLimits {
   /** How often the log is read for events committed since, by this instance or any other. */
   pollMs: number
-  /** The longest a stream stays silent: a comment line is sent at least this often. */
+  /**
+   * The longest a stream stays silent: a comment line is sent at least this often. Also how long a
+   * stream that was reset waits for its reader to take the rest before its connection is cut.
+   */
   heartbeatMs: number
   /** How often each stream's key is checked again (revoked, expired, scope taken away). */
   keyCheckMs: number
@@ -31,6 +34,8 @@ interface Stream {
   types: ReadonlySet<EventType> | undefined
   /** The same types, as the store is asked for them. */
   typeList: readonly EventType[] | undefined
+  /** The same types as one text, alike for the streams that filter alike (see #send). */
+  typeKey: string
   /** The id of the last event of the log this stream has passed (sent, or skipped by its type filter). */
   position: bigint
   /** Served by the poller, once caught up with it. */
@@ -103,7 +108,8 @@ export class EventStreams {
       response.end()
       return
     }
-    const stream: Stream = { response, apiKeyId, token, types, typeList: types === undefined ? undefined : [...types], position: after, live: false }
+    const typeList = types === undefined ? undefined : [...types].sort()
+    const stream: Stream = { response, apiKeyId, token, types, typeList, typeKey: typeList?.join(' ') ?? '*', position: after, live: false }
     this.#streams.add(stream)
     response.on('close', () => { this.#remove(stream) })
     if (this.#timers.length === 0) this.#start()
@@ -176,7 +182,8 @@ export class EventStreams {
         const { events, more } = await findEvents(this.db, { afterId: head, types: undefined, limit: POLL_PAGE })
         // Every stream closed meanwhile, and maybe others opened from another head: that read is not theirs.
         if (this.#head !== head || events.length === 0) return
-        for (const stream of this.#streams) if (stream.live) this.#send(stream, events)
+        const chunks = new Map<string, Buffer>()
+        for (const stream of this.#streams) if (stream.live) this.#send(stream, events, chunks)
         this.#head = events.at(-1)!.id
         await this.#resetThoseBehind()
         if (!more) return
@@ -203,15 +210,28 @@ export class EventStreams {
     for (const stream of behind) if (isBehind(stream)) this.#reset(stream)
   }
 
-  /** Writes the events past the stream's position that its filter keeps. */
-  #send (stream: Stream, events: readonly StoredEvent[]): void {
-    const { response } = stream
-    if (!isOpen(response)) return
-    for (const event of events) {
-      if (event.id <= stream.position) continue
-      stream.position = event.id
-      if (stream.types === undefined || stream.types.has(event.type)) response.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${event.json}\n\n`)
+  /**
+   * Writes the events past the stream's position that its filter keeps, as one chunk. `chunks` holds
+   * those made of the same events for other streams, by position and filter: the live streams are
+   * all at the poller's head, and those that filter alike share one Buffer (written an event at a
+   * time to each, 200 streams whose readers stopped took an instance from 110 MB to 450 MB).
+   */
+  #send (stream: Stream, events: readonly StoredEvent[], chunks = new Map<string, Buffer>()): void {
+    const { response, position, types } = stream
+    if (!isOpen(response) || events.length === 0) return
+    const key = `${position} ${stream.typeKey}`
+    let chunk = chunks.get(key)
+    if (chunk === undefined) {
+      let text = ''
+      for (const event of events) {
+        if (event.id > position && (types === undefined || types.has(event.type))) text += `id: ${event.id}\nevent: ${event.type}\ndata: ${event.json}\n\n`
+      }
+      chunk = Buffer.from(text)
+      chunks.set(key, chunk)
     }
+    if (chunk.length > 0) response.write(chunk)
+    const last = events.at(-1)!.id
+    if (last > position) stream.position = last
   }
 
   /** Ends a stream that cannot go on (its reader fell behind, or events it was due were deleted), telling it where to resume from the feed. */
@@ -221,7 +241,12 @@ export class EventStreams {
       after: Number(stream.position)
     })
     stream.live = false
-    stream.response.end(`event: stream.reset\ndata: ${data}\n\n`)
+    const { response } = stream
+    response.end(`event: stream.reset\ndata: ${data}\n\n`)
+    // A reader that never reads again would hold what was sent to it, the bound and more, for as long
+    // as it keeps the connection: it is cut after a heartbeat's time, and resumes with Last-Event-ID.
+    const cut = setTimeout(() => { response.destroy() }, this.limits.heartbeatMs).unref()
+    response.once('close', () => { clearTimeout(cut) })
   }
 
   /** Closes the streams whose key was revoked, expired or lost the scope; each key is looked at once. */

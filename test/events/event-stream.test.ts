@@ -116,7 +116,9 @@ async function servedStreams (t: TestContext, testApp: TestApp, db: Db, limits: 
     pollMs: 60_000, heartbeatMs: 60_000, keyCheckMs: 60_000, maxBufferedBytes: 1 << 20, maxPerKey: 2, readStepIds: 10_000, ...limits
   }, (error) => { failures.push(error) })
   const closing: Array<() => void> = []
+  const responses: ServerResponse[] = []
   const server = createServer((request, response) => {
+    responses.push(response)
     response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders()
     assert.ok(streams.reserve(1n))
     streams.open(response, { apiKeyId: 1n, token: 'unused', types, after: BigInt(new URL(request.url!, 'http://x').searchParams.get('after') ?? 0) })
@@ -128,7 +130,7 @@ async function servedStreams (t: TestContext, testApp: TestApp, db: Db, limits: 
     get(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?after=${after}`, resolve).on('error', reject)
   })
   const closed = async () => { await new Promise<void>((resolve) => { closing.push(resolve) }) }
-  return { open, closed, failures }
+  return { open, closed, failures, responses }
 }
 
 forEachStore((store) => {
@@ -269,6 +271,67 @@ forEachStore((store) => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     const below = reads.slice(readsBefore).filter((read) => read.after < Number(last))
     assert.deepEqual(below.map((read) => read.after), [], 'reads of the log from before the second stream opened')
+    assert.deepEqual(failures, [])
+  })
+
+  test('the poller writes a page to each live stream as one chunk, the same Buffer for the streams that filter alike', async (t) => {
+    const testApp = await build(t, { store })
+    const { open, failures, responses } = await servedStreams(t, testApp, testApp.db, { pollMs: 20 })
+    const clients = [await open(), await open()]
+    const texts = clients.map((client) => {
+      defer(t, () => client.destroy())
+      const text = { all: '' }
+      client.setEncoding('utf8').on('data', (chunk: string) => { text.all += chunk })
+      return text
+    })
+    await createPet(testApp, { name: 'Live', categoryId: 1 })
+    const waitForAll = async (name: string) => {
+      for (const deadline = Date.now() + 5000; !texts.every(({ all }) => all.includes(name));) {
+        assert.ok(Date.now() < deadline, `no ${name} within 5 s`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    await waitForAll('"Live"')
+    const written: unknown[][] = responses.map((response) => {
+      const chunks: unknown[] = []
+      const write = response.write.bind(response) as (chunk: unknown) => boolean
+      response.write = ((chunk: unknown) => { chunks.push(chunk); return write(chunk) }) as typeof response.write
+      return chunks
+    })
+    // Written an event at a time to each stream, a page held about 1.2 MB for each reader that stopped.
+    await testApp.store.pets.insertMany(Array.from({ length: 1500 }, (_, i) => ({ name: `Pet ${i}`, categoryId: 1n, status: 'available' as const })))
+    await waitForAll('"Pet 1499"')
+    const [first, second] = written as [unknown[], unknown[]]
+    assert.ok(first.length >= 2 && first.length <= 3, `${first.length} writes for 1,500 events, read 1,000 at a time`)
+    assert.equal(second.length, first.length)
+    first.forEach((chunk, i) => {
+      assert.ok(Buffer.isBuffer(chunk))
+      assert.equal(chunk, second[i], `write ${i} is one Buffer for both`)
+    })
+    assert.equal(texts[0]!.all, texts[1]!.all)
+    assert.equal(texts[0]!.all.match(/^id: /gm)!.length, 1501)
+    assert.deepEqual(failures, [])
+  })
+
+  test('a stream reset while its reader is stopped is cut after a heartbeat\'s time: what was sent to it is not held for the connection\'s life', async (t) => {
+    const testApp = await build(t, { store })
+    const { open, failures, responses } = await servedStreams(t, testApp, testApp.db, { pollMs: 20, heartbeatMs: 300, maxBufferedBytes: 1024 })
+    const client = await open()
+    defer(t, () => client.destroy())
+    client.pause()
+    const [served] = responses as [ServerResponse]
+    const closed = new Promise((resolve) => served.on('close', resolve))
+    // A comment line larger than loopback's socket buffers hold (some 10 MB): the rest waits in the
+    // service, and the stream, reset, cannot end by itself.
+    served.write(`:${'x'.repeat(32 << 20)}\n\n`)
+    await createPet(testApp, { name: 'Unread', categoryId: 1 })
+    for (const deadline = Date.now() + 10_000; !served.writableEnded;) {
+      assert.ok(Date.now() < deadline, 'no reset within 10 s')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    const reset = Date.now()
+    await withinSeconds(3, closed, 'cut of the connection')
+    assert.ok(Date.now() - reset >= 200, `cut ${Date.now() - reset} ms after the reset`)
     assert.deepEqual(failures, [])
   })
 
