@@ -1297,6 +1297,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+        NotImplemented: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_implemented",
+                 *       "message": "The method is not one this server implements (methods are case-sensitive: GET, not get)",
+                 *       "status": 501
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request took too long to arrive: its head more than 5 s, or the whole of it more than 30 s */
         RequestTimeout: {
             headers: {
@@ -1672,6 +1688,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -1750,6 +1767,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -1865,6 +1883,13 @@ export interface operations {
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1985,6 +2010,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -2122,6 +2148,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -2241,6 +2274,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -2373,6 +2407,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -2485,6 +2526,7 @@ export interface operations {
             };
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -2544,6 +2586,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2617,6 +2660,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2730,6 +2774,13 @@ export interface operations {
                     "API-Key-Expiration": components["headers"]["API-Key-Expiration"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2924,6 +2975,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            501: components["responses"]["NotImplemented"];
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -3110,6 +3162,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -3176,6 +3235,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -3296,6 +3356,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -3413,6 +3474,13 @@ export interface operations {
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3536,6 +3604,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -3669,6 +3738,13 @@ export interface operations {
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3821,6 +3897,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -3878,6 +3955,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -4010,6 +4088,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -4129,6 +4208,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -4235,6 +4321,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -4315,6 +4402,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -4452,6 +4540,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The store is unreachable or the service is overloaded; retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -4585,6 +4680,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -4665,6 +4761,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -4804,6 +4901,13 @@ export interface operations {
                     "API-Stability": components["headers"]["API-Stability"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request method is not one the server knows (methods are case-sensitive: `get` is not `GET`) */
+            501: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4971,6 +5075,7 @@ export interface operations {
             };
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };
@@ -5059,6 +5164,7 @@ export interface operations {
             429: components["responses"]["TooManyRequestsWithStability"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["InternalErrorWithStability"];
+            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailableWithStability"];
         };
     };

@@ -26,6 +26,7 @@ const ERROR_RESPONSE_NAMES: Record<string, string> = {
   429: 'TooManyRequests',
   431: 'HeaderTooLarge',
   500: 'InternalError',
+  501: 'NotImplemented',
   503: 'ServiceUnavailable'
 }
 

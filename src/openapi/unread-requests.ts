@@ -13,19 +13,24 @@ export function requestTimeoutMessage ({ headersTimeout, requestTimeout }: Pick<
 /** The 431's message. */
 export const HEAD_TOO_LARGE_MESSAGE = `The request's head is larger than the limit of ${maxHeaderSize} bytes (${maxHeaderSize / 1024} KiB)`
 
+/** The 501's message. */
+export const NOT_IMPLEMENTED_MESSAGE = 'The method is not one this server implements (methods are case-sensitive: GET, not get)'
+
 /**
  * The answers a request may get before it is read whole, whatever its operation: a head or body that
- * comes too slowly (408), an `Expect` other than `100-continue` (417), a head over 16 KiB (431).
+ * comes too slowly (408), an `Expect` other than `100-continue` (417), a head over 16 KiB (431), a
+ * method Node's parser does not know (`FOO`, or `get`: 501, as the path is never read).
  */
 const UNREAD: Array<{ code: ErrorCode, status: number }> = [
   { code: 'request_timeout', status: 408 },
   { code: 'expectation_failed', status: 417 },
-  { code: 'header_too_large', status: 431 }
+  { code: 'header_too_large', status: 431 },
+  { code: 'not_implemented', status: 501 }
 ]
 
 /** Their messages, as `server` sends them. */
 function unreadMessages (server: Pick<Server, 'headersTimeout' | 'requestTimeout'>): Record<number, string> {
-  return { 408: requestTimeoutMessage(server), 417: 'Expect: 100-later cannot be met; only 100-continue can', 431: HEAD_TOO_LARGE_MESSAGE }
+  return { 408: requestTimeoutMessage(server), 417: 'Expect: 100-later cannot be met; only 100-continue can', 431: HEAD_TOO_LARGE_MESSAGE, 501: NOT_IMPLEMENTED_MESSAGE }
 }
 
 /**

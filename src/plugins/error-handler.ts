@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError, type ErrorBody, type ErrorCode } from '../errors.js'
-import { HEAD_TOO_LARGE_MESSAGE, requestTimeoutMessage } from '../openapi/unread-requests.js'
+import { HEAD_TOO_LARGE_MESSAGE, NOT_IMPLEMENTED_MESSAGE, requestTimeoutMessage } from '../openapi/unread-requests.js'
 import { OutageLog } from '../outage-log.js'
 import { printable } from '../printable.js'
 import { isStoreUnavailable } from '../store/store-errors.js'
@@ -268,7 +268,7 @@ export const NOT_COUNTED: CountUnread = () => {}
 
 const NOT_IMPLEMENTED: ErrorBody = {
   code: 'not_implemented',
-  message: 'The method is not one this server implements (methods are case-sensitive: GET, not get)',
+  message: NOT_IMPLEMENTED_MESSAGE,
   status: 501
 }
 // A request line (RFC 9112, section 3) whose method is a token, though not one Node's parser knows.

@@ -156,9 +156,9 @@ function declareNoContent (paths: Record<string, Record<string, { responses?: Re
 }
 
 // What a removed operation still answers: a key checked first (401, 429, 403), a service that fails
-// or is overloaded (500, 503), a request not read whole (408, 417, 431), the router's answers before
-// any route (400, 405, 414), and its 410.
-const REMOVED_OPERATION_ANSWERS = ['400', '401', '403', '405', '408', '410', '414', '417', '429', '431', '500', '503']
+// or is overloaded (500, 503), a request not read whole (408, 417, 431, 501), the router's answers
+// before any route (400, 405, 414), and its 410.
+const REMOVED_OPERATION_ANSWERS = ['400', '401', '403', '405', '408', '410', '414', '417', '429', '431', '500', '501', '503']
 // A removed operation's parameters are no longer read: its 400 is the router's alone, before any hook
 // (no key read, no deprecation headers), as its 414 is.
 const ROUTER_BAD_REQUEST = 'The path is not valid percent-encoded UTF-8 (or a request target in absolute form names no valid host or port), answered before the key is read'

@@ -338,6 +338,16 @@ test('a method the server does not know is a 501 Error body (RFC 9110, section 9
   assert.equal(answers.length, 2, answers.join(''))
   assert.match(answers[0]!, /^HTTP\/1\.1 200 /)
   assert.ok(answers[1]!.startsWith('HTTP/1.1 501 ') && answers[1]!.endsWith(JSON.stringify(notImplemented)), answers[1])
+  // Declared on every operation, as the other answers given before a request is read whole, with this body as its example.
+  const doc = (await testApp.app.inject({ url: '/v1/openapi.json', headers: testApp.auth })).json()
+  for (const [path, item] of Object.entries<Record<string, { responses: Record<string, { $ref?: string }> }>>(doc.paths)) {
+    for (const [method, { responses }] of Object.entries(item)) {
+      const declared = responses['501']?.$ref === undefined ? responses['501'] : doc.components.responses[responses['501'].$ref.split('/').at(-1)!]
+      assert.ok(declared !== undefined, `${method} ${path} declares no 501`)
+      // A HEAD's answers have no body.
+      if (method !== 'head') assert.deepEqual(declared.content['application/json'].example, notImplemented, `${method} ${path}`)
+    }
+  }
 })
 
 test('an HTTP/1.1 request without a Host header is a 400 Error body, which Node would send empty', async (t) => {

@@ -36,11 +36,11 @@ test('GET /v1/openapi.json serves the OpenAPI 3.1 document without a key', async
   assert.equal(getPet.deprecated, true)
   assert.equal(doc.paths['/pets'].get.deprecated, undefined)
 
-  // 408, 417 and 431 may answer any request, before it is read whole (declared on every operation).
-  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '403', '405', '408', '409', '413', '415', '417', '422', '429', '431', '500', '503'])
-  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '403', '405', '408', '417', '429', '431', '500', '503'])
+  // 408, 417, 431 and 501 may answer any request, before it is read whole (declared on every operation).
+  assert.deepEqual(Object.keys(doc.paths['/pets'].post.responses).sort(), ['201', '400', '401', '403', '405', '408', '409', '413', '415', '417', '422', '429', '431', '500', '501', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/pets'].get.responses).sort(), ['200', '400', '401', '403', '405', '408', '417', '429', '431', '500', '501', '503'])
   assert.equal(doc.paths['/pets'].post.parameters.map((p: unknown) => resolve(doc, p)).find((p: { name: string }) => p.name === 'idempotency-key').in, 'header')
-  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '408', '410', '414', '417', '429', '431', '500', '503'])
+  assert.deepEqual(Object.keys(getPet.responses).sort(), ['200', '400', '401', '403', '404', '405', '408', '410', '414', '417', '429', '431', '500', '501', '503'])
   assert.deepEqual(doc.components.schemas.Error.properties.code.enum, [...ERROR_CODES])
   assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
     'Category', 'CreatedWebhook', 'Error', 'Event', 'NewCategory', 'NewOrder', 'NewPet', 'NewWebhook', 'Order', 'OrderStatus', 'Pet', 'PetStatus',
@@ -280,9 +280,9 @@ test('error responses and parameters are reusable components; HEAD is declared; 
     'TooManyRequests', 'Unauthorized', 'UnprocessableContent', 'UnsupportedMediaType']
   // The beta and experimental operations' answers also declare API-Stability: they share their own,
   // but for those given before any route's hooks run, which carry none.
-  const beforeRoutes = ['ExpectationFailed', 'HeaderTooLarge', 'MethodNotAllowed', 'RequestTimeout', 'UriTooLong']
+  const beforeRoutes = ['ExpectationFailed', 'HeaderTooLarge', 'MethodNotAllowed', 'NotImplemented', 'RequestTimeout', 'UriTooLong']
   assert.deepEqual(Object.keys(doc.components.responses).sort(), [...shared.flatMap((name) => [name, `${name}WithStability`]), ...beforeRoutes].sort())
-  assert.deepEqual(doc.components.responses.HeaderTooLarge.headers, {}, 'none of the key\'s, the rate limit\'s or the operation\'s')
+  for (const name of ['HeaderTooLarge', 'NotImplemented']) assert.deepEqual(doc.components.responses[name].headers, {}, `${name}: none of the key's, the rate limit's or the operation's`)
   assert.deepEqual(doc.paths['/categories'].get.responses[431], { $ref: '#/components/responses/HeaderTooLarge' })
   assert.deepEqual(doc.paths['/categories'].get.responses[401], { $ref: '#/components/responses/UnauthorizedWithStability' })
   const text = JSON.stringify(doc.paths)

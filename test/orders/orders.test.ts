@@ -254,7 +254,7 @@ test('the OpenAPI document marks every order operation experimental', async (t) 
     assert.match(operation.summary, /\(experimental\)$/)
   }
   assert.equal(doc.paths['/pets'].get['x-stability'], undefined)
-  assert.deepEqual(Object.keys(doc.paths['/store/orders'].post.responses).sort(), ['201', '400', '401', '403', '405', '408', '409', '413', '415', '417', '422', '429', '431', '500', '503'])
+  assert.deepEqual(Object.keys(doc.paths['/store/orders'].post.responses).sort(), ['201', '400', '401', '403', '405', '408', '409', '413', '415', '417', '422', '429', '431', '500', '501', '503'])
   assert.equal(doc.paths['/store/orders'].post.responses['422'].content['application/json'].example.code, 'pet_not_found')
   assert.equal(doc.paths['/store/orders/{orderId}'].patch.responses['409'].content['application/json'].example.code, 'invalid_transition')
 })
