@@ -172,7 +172,7 @@ const CREDENTIAL_NAME = /pass|pwd|secret|token|key|auth|cred/i
 
 /** Masks each parameter named like a credential, its name read as the driver reads it (`p%61ssword` is `password`). */
 function withoutCredentialParameters (url: string): string {
-  return url.replace(/([?&;])([^=&;#]*)=[^&;#]*/g, (parameter, separator: string, name: string) =>
+  return url.replace(/([?&;])([^=&;#]*)=[^&]*/g, (parameter, separator: string, name: string) =>
     CREDENTIAL_NAME.test(decoded(name.replaceAll('+', ' ')) ?? name) ? `${separator}${name}=***` : parameter)
 }
 
@@ -244,6 +244,14 @@ function undecodable ({ username, password, pathname }: URL): string | undefined
   if (decoded(username) === undefined) return 'user name'
   if (decoded(password) === undefined) return 'password'
   return decoded(pathname, decodeURI) === undefined ? 'database name' : undefined
+}
+
+/** Refuses a URL (`asRead`, as its driver reads `url`) with a part its driver would fail to decode as it connects. */
+function throwIfUndecodable (name: string, url: string, asRead: URL): void {
+  const part = undecodable(asRead)
+  if (part === undefined) return
+  throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its ${part} holds a percent-encoding that is not UTF-8: ` +
+    'write a % that is part of it as %25')
 }
 
 /** Why a PostgreSQL URL's parameters, as pg reads them, are refused at start; undefined when each is read as written. */
@@ -330,11 +338,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     if (['', '/'].includes(asRead.pathname) && (env.PGDATABASE ?? '') === '') {
       throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; it names no database: add /DB after the host and port (or set PGDATABASE)`)
     }
-    const part = undecodable(asRead)
-    if (part !== undefined) {
-      throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; its ${part} holds a percent-encoding that is not UTF-8: ` +
-        'write a % that is part of it as %25')
-    }
+    throwIfUndecodable(name, url, asRead)
     const refusal = refusedParameters(asRead, config)
     if (refusal !== undefined) throw new ConfigError(`Invalid configuration: ${name} is ${JSON.stringify(withoutPassword(url))}; ${refusal}`)
   }
@@ -368,6 +372,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (redisUrl !== undefined && !(URL.canParse(redisUrl) && /^\/?\d*$/.test(new URL(redisUrl).pathname))) {
     throw notAUrl('REDIS_URL', redisUrl, ', with no path or a database number (/0)')
   }
+  // ioredis decodes the user name and password as it connects: "URI malformed", exit 1, no setting named.
+  if (redisUrl !== undefined) throwIfUndecodable('REDIS_URL', redisUrl, new URL(redisUrl))
   // ioredis takes each query parameter as one of its options, over the service's own: commandTimeout
   // there let a frozen Redis hold every request for as long as it said, past REDIS_TIMEOUT_MS.
   const [redisParameter] = redisUrl === undefined ? [] : new URL(redisUrl).searchParams.keys()

@@ -21,9 +21,10 @@ export function createLogger (level: string, format: LogFormat = 'json', stream?
   const options = {
     level,
     redact: {
-      // ioredis's errors hold the command that failed with its arguments: AUTH's are the password.
-      paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization', 'err.command.args'],
-      censor: REDACTED
+      // ioredis's errors hold the command that failed with its arguments: AUTH's are the password. A
+      // request's Host (in its debug line) may hold a user and password before an @, as a URL's authority does.
+      paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization', 'err.command.args', 'req.host'],
+      censor: (value: unknown, path: string[]) => path.at(-1) === 'host' && typeof value === 'string' ? withoutUserInfo(value) : REDACTED
     },
     hooks: { streamWrite: withoutSecrets }
   }
@@ -43,6 +44,12 @@ export function createLogger (level: string, format: LogFormat = 'json', stream?
     return pino(options, { write: (line: string) => { destination.write(prettify(line)) } })
   }
   return pino(options, stream ?? logDestination())
+}
+
+/** A host as a request's `Host` names it, without what comes before an `@` (a user and a password). */
+function withoutUserInfo (host: string): string {
+  const at = host.lastIndexOf('@')
+  return at === -1 ? host : `${REDACTED}${host.slice(at)}`
 }
 
 /** Whether requests get a line each: `auto` is on where a person watches, a terminal. */

@@ -6,6 +6,7 @@ import { messageOf } from '../error-message.js'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../plugins/json-body.js'
 import { printable } from '../printable.js'
+import { withoutSecrets } from '../without-secrets.js'
 import { CR, JsonSyntaxError, JsonTokenReader, TextWindow, TokenType, positionAfter, type TextPosition } from '../validation/json-tokens.js'
 
 export type ImportFormat = 'json' | 'csv'
@@ -279,6 +280,11 @@ function jsonItem (source: string, position: RowPosition): ImportItem {
   }
 }
 
+/** A CSV header as a message quotes it: an API key or a webhook secret pasted into it (a column named after it) is not printed. */
+function headerText (header: readonly string[]): string {
+  return printable(withoutSecrets(header.join(',')))
+}
+
 /**
  * The records of a CSV file with a header, read by csv-parse's streaming parser, a chunk at a time;
  * a record it cannot read is a rejected row, in its place among the others.
@@ -292,10 +298,10 @@ async function* readCsvItems (chunks: AsyncIterable<Buffer>, onCsvHeader?: (head
     columns: (header: string[]) => {
       const unknown = header.filter((column) => !CSV_COLUMNS.includes(column) && !REPORT_COLUMNS.includes(column))
       if (unknown.length > 0 || !header.includes('name') || !header.includes('categoryId')) {
-        throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${printable(header.join(','))})`)
+        throw new ImportFileError(`the CSV header must name the columns name, categoryId and optionally status, and may name line and error, which are ignored (got ${headerText(header)})`)
       }
       const repeated = header.find((column, index) => header.indexOf(column) !== index)
-      if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${printable(header.join(','))})`)
+      if (repeated !== undefined) throw new ImportFileError(`the CSV header names the column ${repeated} more than once (got ${headerText(header)})`)
       csvHeader = header
       // The line the header ends on, blank lines before it counted.
       lines.afterHeader(parser.info.lines)

@@ -21,7 +21,11 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   if (!URL.canParse(text)) throw refused('it is not an absolute URL')
   const url = new URL(text)
   const schemes = allowPrivate ? ['https:', 'http:'] : ['https:']
-  if (!schemes.includes(url.protocol)) throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, not ${url.protocol.slice(0, -1)}`)
+  if (!schemes.includes(url.protocol)) {
+    // Named back only when written as a scheme: in `user:password@host` (no `https://`) it is a user name.
+    const named = /^[a-z][a-z\d+.-]*:\/\//i.test(text) ? `not ${url.protocol.slice(0, -1)}` : 'which it does not start with'
+    throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, ${named}`)
+  }
   if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')
   if (url.port === '0') throw refused('its port must be from 1 to 65535')
   // `hash` is empty for an empty fragment too, where the text still ends in `#`.

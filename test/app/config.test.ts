@@ -146,6 +146,14 @@ test('a configuration error names the variable, the value received and what is a
     'its password holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
     [{ DATABASE_URL: 'postgres://app@db/p%E0ts' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db/p%E0ts"; ' +
     'its database name holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
+    // ioredis decoded it alone, as it connected: "URI malformed", exit 1, no setting named.
+    [{ REDIS_URL: 'redis://:R3dis%ZZPw@cache:6379' }, 'Invalid configuration: REDIS_URL is "redis://:***@cache:6379"; ' +
+    'its password holds a percent-encoding that is not UTF-8: write a % that is part of it as %25'],
+    // A credential's value runs to the next &: pg and ioredis read a ; or a # after it as part of it, or as a fragment.
+    [{ DATABASE_URL: 'postgres://app@db:99999/pets?password=Pw1;Pw2' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db:99999/pets?password=***"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
+    [{ REDIS_URL: 'redis://cache:99999/0?password=a#R3disTail' }, 'Invalid configuration: REDIS_URL is "redis://cache:99999/0?password=***"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
+    'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     // pg's socket threw at connect, out of its pool's reach: every command hung on closing the store and exited 13, saying nothing.
     [{ DATABASE_URL: 'postgres://app:s3cret@db/pets?port=99999' }, 'Invalid configuration: DATABASE_URL is "postgres://app:***@db/pets?port=99999"; ' +
     'its port is "99999": give a number from 1 to 65535'],

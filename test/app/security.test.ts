@@ -120,7 +120,9 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
     { url: `/v1/pets?s=abc${webhookSecret}xyz/+&t=${NOT_A_SECRET}` },
     // A key cut short (its checksum, which can be worked out again, and a few random characters gone).
     { url: `/v1/pets?token=${key.slice(0, -1)}` },
-    { url: `/v1/pets/${key.slice(0, -10)}`, headers: { authorization: `Bearer ${key}` } }
+    { url: `/v1/pets/${key.slice(0, -10)}`, headers: { authorization: `Bearer ${key}` } },
+    // A user and password in Host, as in a URL's authority: its debug line quotes the host.
+    { url: '/healthz', headers: { host: 'user:Pa55word@127.0.0.1' } }
   ]
   for (const request of requests) await app.inject(request)
   await db.schema.dropTable('pets').execute() // a 500, logged with its error
@@ -133,8 +135,8 @@ test('keys, their hashes, webhook secrets and Authorization headers never reach 
   assert.ok(written.includes('long=[redacted]'), 'a key at the end of a long run')
   assert.ok(written.includes(`t=${NOT_A_SECRET}`), 'a run as long as a webhook secret, without its checksum, is kept')
   assert.ok(written.includes('http://[redacted]@api.example.com/healthz') && written.includes('https://[redacted]@api.example.com/v1') &&
-    written.includes('HTTP://[redacted]@api.example.com/'), 'a URL\'s credentials are redacted, the rest kept')
-  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20)), 'hunter2', 'token-1234', 'Password', webhookSecret, encodeURIComponent(webhookSecret)]) {
+    written.includes('HTTP://[redacted]@api.example.com/') && written.includes('"host":"[redacted]@127.0.0.1"'), 'a URL\'s credentials are redacted, the rest kept')
+  for (const secret of [key, wrongKey, hashApiKey(key), key.slice(3, 20), key.slice(20, 30), 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'Zm9vYmFyYmF6cXV4cXV1eA', percentEncoded(key.slice(3, 20)), 'hunter2', 'token-1234', 'Password', 'Pa55word', webhookSecret, encodeURIComponent(webhookSecret)]) {
     assert.ok(!written.includes(secret), 'a secret was logged')
   }
   assert.doesNotMatch(written, /bearer/i)

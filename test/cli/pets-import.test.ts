@@ -9,6 +9,7 @@ import { promisify } from 'node:util'
 import SqliteDatabase from 'better-sqlite3'
 import { parse as parseCsv } from 'csv-parse/sync'
 import { sql } from 'kysely'
+import { generateApiKey } from '../../src/api-keys/api-key.service.js'
 import { runPetsImport } from '../../src/cli/pets-import.js'
 import { isPostgres } from '../../src/db/dialect.js'
 import type { Db } from '../../src/db/database.js'
@@ -255,6 +256,8 @@ test('an unusable file is one clear line and exit 2', async (t) => {
     ['twice.csv', 'name,categoryId,name\nRex,1,Tom\n', /the CSV header names the column name more than once \(got name,categoryId,name\)$/m],
     // The file's own text, printed to a terminal: its escape sequences are shown, not run.
     ['escape.csv', 'name,\u001b[31mcat\nRex,1\n', /\(got name,\\u001b\[31mcat\)$/m],
+    // A key pasted where a column's name goes is not printed, as the API and a JSON file's field names do not.
+    ['key.csv', `name,categoryId,${generateApiKey().key}\nRex,1,x\n`, /\(got name,categoryId,ps_\[redacted\]\)$/m],
     ['empty.csv', '\n\n', /the file has no CSV header: its first line must name the columns name, categoryId and optionally status$/m],
     ['pets.txt', 'name,categoryId\n', /cannot tell the format of .*pets\.txt/]
   ]
