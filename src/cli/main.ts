@@ -20,6 +20,7 @@ import { openStore, sqliteStoreFiles, storeOptionsFrom } from '../store/open-sto
 import { backupSqliteStore } from '../store/sqlite/sqlite-backup.js'
 import type { Store } from '../store/store.js'
 import { VERSION } from '../version.js'
+import { withoutSecrets } from '../without-secrets.js'
 import { printProcessWarnings } from '../process-warnings.js'
 import { ImportUsageError, runPetsImport, type PetsImportOptions } from './pets-import.js'
 import { commandName } from './command-name.js'
@@ -319,10 +320,11 @@ function parseBatchSize (text: string): number {
 
 /**
  * Commander's error, `message\n`, as one printable line: a line break in it comes from a value it
- * quotes, but for the line of its own suggestion.
+ * quotes, but for the line of its own suggestion. An API key it quotes (`keys revoke` given the key
+ * rather than its id) is redacted: a terminal's output goes on to CI logs and screen shares.
  */
 function printableUsageError (text: string): string {
-  const [message = '', suggestion] = text.slice(0, -1).split(/\n(?=\(Did you mean [^\n]*\?\)$)/)
+  const [message = '', suggestion] = withoutSecrets(text.slice(0, -1)).split(/\n(?=\(Did you mean [^\n]*\?\)$)/)
   return `${printable(message)}${suggestion === undefined ? '' : `\n${printable(suggestion)}`}\n`
 }
 

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
+import { generateApiKey } from '../../src/api-keys/api-key.service.js'
 import { tempDir } from '../helper.js'
 import { BUNDLE, CLI, runCli } from '../process.js'
 
@@ -59,6 +60,10 @@ test('a usage error is exit 2, a line that says what is wrong and one that point
   const broken = await runCli(['keys', 'revoke', '1\n2'], {})
   assert.equal(broken.code, 2)
   assert.equal(broken.stderr, "error: command-argument value '1\\u000a2' is invalid for argument 'id'. an API key id is an integer from 1 to 9223372036854775807 (see `keys list`)\n(add --help to see the usage)\n")
+  // The key itself where its id goes: not printed back.
+  const key = await runCli(['keys', 'revoke', generateApiKey().key], {})
+  assert.equal(key.code, 2)
+  assert.equal(key.stderr, "error: command-argument value 'ps_[redacted]' is invalid for argument 'id'. an API key id is an integer from 1 to 9223372036854775807 (see `keys list`)\n(add --help to see the usage)\n")
   const typo = await runCli(['kyes'], {})
   assert.equal(typo.stderr, "error: unknown command 'kyes'\n(Did you mean keys?)\n(add --help to see the usage)\n")
 })
