@@ -10,7 +10,7 @@ export interface EventStreamLimits {
   pollMs: number
   /**
    * The longest a stream stays silent: a comment line is sent at least this often. Also how long a
-   * stream that was reset waits for its reader to take the rest before its connection is cut.
+   * stream that was ended waits for its reader to take the rest before its connection is cut.
    */
   heartbeatMs: number
   /** How often each stream's key is checked again (revoked, expired, scope taken away). */
@@ -115,14 +115,14 @@ export class EventStreams {
     if (this.#timers.length === 0) this.#start()
     this.#catchUp(stream).catch((error: unknown) => {
       this.onError(error)
-      response.end()
+      this.#end(response)
     })
   }
 
   /** Ends every stream at once, and any that comes later (the service is closing: streams are not waited for). */
   closeAll (): void {
     this.#closing = true
-    for (const { response } of this.#streams) response.end()
+    for (const { response } of this.#streams) this.#end(response)
   }
 
   /**
@@ -241,10 +241,16 @@ export class EventStreams {
       after: Number(stream.position)
     })
     stream.live = false
-    const { response } = stream
-    response.end(`event: stream.reset\ndata: ${data}\n\n`)
-    // A reader that never reads again would hold what was sent to it, the bound and more, for as long
-    // as it keeps the connection: it is cut after a heartbeat's time, and resumes with Last-Event-ID.
+    this.#end(stream.response, `event: stream.reset\ndata: ${data}\n\n`)
+  }
+
+  /**
+   * Ends a stream, with `last` as what it sends last. A reader that has not taken it all a heartbeat's
+   * time later has its connection cut (and resumes with Last-Event-ID): one that never reads again
+   * would hold what was sent to it, the bound and more, for as long as it kept the connection.
+   */
+  #end (response: ServerResponse, last = ''): void {
+    response.end(last)
     const cut = setTimeout(() => { response.destroy() }, this.limits.heartbeatMs).unref()
     response.once('close', () => { clearTimeout(cut) })
   }
@@ -262,7 +268,7 @@ export class EventStreams {
       }
       for (const [token, streams] of byToken) {
         const key = await this.verifier.verify(token)
-        if (typeof key !== 'object' || !key.scopes.has('events:read')) for (const { response } of streams) response.end()
+        if (typeof key !== 'object' || !key.scopes.has('events:read')) for (const { response } of streams) this.#end(response)
       }
     } finally {
       this.#checkingKeys = false

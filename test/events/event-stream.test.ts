@@ -313,26 +313,29 @@ forEachStore((store) => {
     assert.deepEqual(failures, [])
   })
 
-  test('a stream reset while its reader is stopped is cut after a heartbeat\'s time: what was sent to it is not held for the connection\'s life', async (t) => {
+  test('a stream ended while its reader is stopped (reset, or its key refused) is cut after a heartbeat\'s time: what was sent to it is not held for the connection\'s life', async (t) => {
     const testApp = await build(t, { store })
-    const { open, failures, responses } = await servedStreams(t, testApp, testApp.db, { pollMs: 20, heartbeatMs: 300, maxBufferedBytes: 1024 })
-    const client = await open()
-    defer(t, () => client.destroy())
-    client.pause()
-    const [served] = responses as [ServerResponse]
-    const closed = new Promise((resolve) => served.on('close', resolve))
-    // A comment line larger than loopback's socket buffers hold (some 10 MB): the rest waits in the
-    // service, and the stream, reset, cannot end by itself.
-    served.write(`:${'x'.repeat(32 << 20)}\n\n`)
-    await createPet(testApp, { name: 'Unread', categoryId: 1 })
-    for (const deadline = Date.now() + 10_000; !served.writableEnded;) {
-      assert.ok(Date.now() < deadline, 'no reset within 10 s')
-      await new Promise((resolve) => setTimeout(resolve, 20))
+    // Its key ("unused") is refused at the first check; or it is reset, past a small bound, at the first event.
+    for (const [cause, limits] of [['reset', { maxBufferedBytes: 1024 }], ['key refused', { keyCheckMs: 50 }]] as const) {
+      const { open, failures, responses } = await servedStreams(t, testApp, testApp.db, { pollMs: 20, heartbeatMs: 300, ...limits })
+      const client = await open()
+      defer(t, () => client.destroy())
+      client.pause()
+      const [served] = responses as [ServerResponse]
+      const closed = new Promise((resolve) => served.on('close', resolve))
+      // A comment line larger than loopback's socket buffers hold (some 10 MB): the rest waits in the
+      // service, and the stream, ended, cannot finish by itself.
+      served.write(`:${'x'.repeat(32 << 20)}\n\n`)
+      if (cause === 'reset') await createPet(testApp, { name: 'Unread', categoryId: 1 })
+      for (const deadline = Date.now() + 10_000; !served.writableEnded;) {
+        assert.ok(Date.now() < deadline, `not ended within 10 s (${cause})`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const ended = Date.now()
+      await withinSeconds(3, closed, `cut of the connection (${cause})`)
+      assert.ok(Date.now() - ended >= 200, `cut ${Date.now() - ended} ms after the end (${cause})`)
+      assert.deepEqual(failures, [])
     }
-    const reset = Date.now()
-    await withinSeconds(3, closed, 'cut of the connection')
-    assert.ok(Date.now() - reset >= 200, `cut ${Date.now() - reset} ms after the reset`)
-    assert.deepEqual(failures, [])
   })
 
   test('a change made on one instance reaches the stream of another within a second', async (t) => {
