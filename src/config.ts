@@ -170,10 +170,14 @@ function withoutPassword (value: string): string {
 
 const CREDENTIAL_NAME = /pass|pwd|secret|token|key|auth|cred/i
 
-/** Masks each parameter named like a credential, its name read as the driver reads it (`p%61ssword` is `password`). */
+/**
+ * Masks each parameter named like a credential, its name read as the driver reads it (`p%61ssword` is
+ * `password`): first up to a `;` or `#` after it, which may start another (`application_name=api;password=...`),
+ * then up to the next `&`, as the drivers read its value (`password=a;b` is `a;b`, `password=a#b` ends in a fragment).
+ */
 function withoutCredentialParameters (url: string): string {
-  return url.replace(/([?&;])([^=&;#]*)=[^&]*/g, (parameter, separator: string, name: string) =>
-    CREDENTIAL_NAME.test(decoded(name.replaceAll('+', ' ')) ?? name) ? `${separator}${name}=***` : parameter)
+  return [/([?&;])([^=&;#]*)=[^&;#]*/g, /([?&;])([^=&;#]*)=[^&]*/g].reduce((masked, parameters) => masked.replace(parameters, (parameter, separator: string, name: string) =>
+    CREDENTIAL_NAME.test(decoded(name.replaceAll('+', ' ')) ?? name) ? `${separator}${name}=***` : parameter), url)
 }
 
 /** `decode(text)`; undefined where it throws, on a percent-encoding that is no UTF-8 (`%E0`). */

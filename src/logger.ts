@@ -23,8 +23,8 @@ export function createLogger (level: string, format: LogFormat = 'json', stream?
     redact: {
       // ioredis's errors hold the command that failed with its arguments: AUTH's are the password. A
       // request's Host (in its debug line) may hold a user and password before an @, as a URL's authority does.
-      paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization', 'err.command.args', 'req.host'],
-      censor: (value: unknown, path: string[]) => path.at(-1) === 'host' && typeof value === 'string' ? withoutUserInfo(value) : REDACTED
+      paths: ['req.headers.authorization', 'req.headers["idempotency-key"]', 'headers.authorization', 'err.command.args', 'req.host', 'req.headers.host'],
+      censor: (value: unknown, path: string[]) => path.at(-1) !== 'host' ? REDACTED : typeof value === 'string' ? withoutUserInfo(value) : value
     },
     hooks: { streamWrite: withoutSecrets }
   }

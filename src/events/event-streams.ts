@@ -214,7 +214,7 @@ export class EventStreams {
    * Writes the events past the stream's position that its filter keeps, as one chunk. `chunks` holds
    * those made of the same events for other streams, by position and filter: the live streams are
    * all at the poller's head, and those that filter alike share one Buffer (written an event at a
-   * time to each, 200 streams whose readers stopped took an instance from 110 MB to 450 MB).
+   * time to each, streams whose readers stopped each held a copy: docs/benchmarks.md, 7 December).
    */
   #send (stream: Stream, events: readonly StoredEvent[], chunks = new Map<string, Buffer>()): void {
     const { response, position, types } = stream
@@ -250,6 +250,8 @@ export class EventStreams {
    * would hold what was sent to it, the bound and more, for as long as it kept the connection.
    */
   #end (response: ServerResponse, last = ''): void {
+    // Once is enough: a refused key's stream, say, is looked at again at each check until it closes.
+    if (!isOpen(response)) return
     response.end(last)
     const cut = setTimeout(() => { response.destroy() }, this.limits.heartbeatMs).unref()
     response.once('close', () => { clearTimeout(cut) })

@@ -22,8 +22,8 @@ export async function checkWebhookUrl (text: string, network: WebhookNetwork, al
   const url = new URL(text)
   const schemes = allowPrivate ? ['https:', 'http:'] : ['https:']
   if (!schemes.includes(url.protocol)) {
-    // Named back only when written as a scheme: in `user:password@host` (no `https://`) it is a user name.
-    const named = /^[a-z][a-z\d+.-]*:\/\//i.test(text) ? `not ${url.protocol.slice(0, -1)}` : 'which it does not start with'
+    // Named back only where read as a scheme with a host after it: in `user:password@host` (no `//`) it is a user name.
+    const named = url.href.startsWith(`${url.protocol}//`) ? `not ${url.protocol.slice(0, -1)}` : 'which it does not start with'
     throw refused(`it must use ${allowPrivate ? 'https or http' : 'https'}, ${named}`)
   }
   if (url.username !== '' || url.password !== '') throw refused('it must not hold a user name or password')

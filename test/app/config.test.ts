@@ -152,6 +152,8 @@ test('a configuration error names the variable, the value received and what is a
     // A credential's value runs to the next &: pg and ioredis read a ; or a # after it as part of it, or as a fragment.
     [{ DATABASE_URL: 'postgres://app@db:99999/pets?password=Pw1;Pw2' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db:99999/pets?password=***"; ' +
     'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
+    [{ DATABASE_URL: 'postgres://app@db:99999/pets?application_name=api;password=S3cret' }, 'Invalid configuration: DATABASE_URL is "postgres://***@db:99999/pets?application_name=api;password=***"; ' +
+    'it must be of the form sqlite:PATH or sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB: a URL (its port a number up to 65535)'],
     [{ REDIS_URL: 'redis://cache:99999/0?password=a#R3disTail' }, 'Invalid configuration: REDIS_URL is "redis://cache:99999/0?password=***"; it must be of the form redis://HOST:PORT or rediss://HOST:PORT: ' +
     'a URL (its port a number up to 65535), with no path or a database number (/0)'],
     // pg's socket threw at connect, out of its pool's reach: every command hung on closing the store and exited 13, saying nothing.

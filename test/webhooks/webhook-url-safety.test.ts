@@ -79,6 +79,7 @@ test('a URL naming an address that is not public is refused with 422, for every 
   assert.match(errorOf(await register(testApp, 'http://hooks.example.com/')).message, /it must use https, not http$/)
   // Without `scheme://`, what the parser takes for a scheme is a user name, perhaps a token: not quoted.
   assert.match(errorOf(await register(testApp, 'tok3n:pass@hooks.example.com/x')).message, /it must use https, which it does not start with$/)
+  assert.match(errorOf(await register(testApp, ' http:hooks.example.com/')).message, /it must use https, not http$/)
   // A URL that could never be delivered to, or that holds what is never sent.
   assert.equal(errorOf(await register(testApp, 'https://hooks.example.com:0/')).message, 'The webhook URL is refused: its port must be from 1 to 65535')
   assert.equal(errorOf(await register(testApp, 'https://hooks.example.com/hook#part')).message, 'The webhook URL is refused: it must not hold a fragment (#part), which is never sent')
