@@ -22,6 +22,9 @@ export class WebhookMetrics {
       labelNames: ['outcome'],
       registers: [registry]
     })
+    // Each outcome's series from the start, at 0, as the expired rows' kinds are: a rate over a series
+    // that appears only at its first failure reads nothing until then.
+    for (const outcome of ['delivered', 'failed']) this.#attempts.inc({ outcome }, 0)
     this.#latency = new Histogram({
       name: 'petstore_webhook_delivery_latency_seconds',
       help: 'From the change (its event\'s occurredAt) to the receiver\'s 2xx, retries included',

@@ -274,7 +274,11 @@ test('a store that cannot be read makes the webhook queue depth unknown (NaN), a
   const metrics = createMetrics()
   let owed: () => Promise<number> = async () => 3
   new WebhookMetrics(metrics.registry, async () => await owed())
-  assert.match(await metrics.registry.metrics(), /^petstore_webhook_queue_depth 3$/m)
+  const first = await metrics.registry.metrics()
+  assert.match(first, /^petstore_webhook_queue_depth 3$/m)
+  // Each outcome is there before any attempt, at 0.
+  assert.match(first, /^petstore_webhook_deliveries_total\{outcome="delivered"\} 0$/m)
+  assert.match(first, /^petstore_webhook_deliveries_total\{outcome="failed"\} 0$/m)
   owed = async () => { throw Object.assign(new Error('the store is down'), { code: 'ECONNREFUSED' }) }
   const text = await metrics.registry.metrics()
   assert.match(text, /^petstore_webhook_queue_depth nan$/mi) // prom-client writes Nan, which Prometheus reads as NaN
